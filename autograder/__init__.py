@@ -1,0 +1,20 @@
+"""BPE Labs autograder: builds student notebooks from the solution sources and grades handed-in notebooks.
+
+The grading pipeline is a row of small steps, after nbgrader's preprocessors:
+intake (read the file, recognise the lab) -> repair (match cells to the release, restore
+given cells) -> execute (run the student's cells in a sandboxed kernel) -> check (run the
+hidden tests in this process against proxies of the student's functions) -> record
+(nbgrader gradebook, grades.csv, feedback, class report).
+"""
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# nbgrader creates a new gradebook by running `alembic` as a subprocess: the virtual
+# environment's bin/ must be on PATH even when Python was started by its full path.
+import os as _os
+import sys as _sys
+
+_bin = str(Path(_sys.executable).parent)
+if _bin not in _os.environ.get("PATH", "").split(_os.pathsep):
+    _os.environ["PATH"] = _bin + _os.pathsep + _os.environ.get("PATH", "")

@@ -1,0 +1,65 @@
+"""Build the student notebooks from the solution sources with nbgrader's own preprocessors.
+
+``generate_assignment`` needs a course directory and a CLI start (about 5 s); running its
+preprocessor pipeline in-process gives the same student notebook, records the lab's cells in the
+gradebook the same way (``SaveCells``), and lets the build be checked for drift in tests.
+"""
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import Gradebook
+from nbgrader.converters.generate_assignment import GenerateAssignment
+from nbgrader.preprocessors import IncludeHeaderFooter, InstantiateTests
+from traitlets.config import Config
+
+from autograder.labs import Lab, NOTEBOOKS_DIR, all_labs
+
+# nbgrader's own generate_assignment steps, minus the two that need a course directory
+# (header/footer files, autotest templates) and that these labs do not use.
+SKIPPED_STEPS = (IncludeHeaderFooter, InstantiateTests)
+
+
+def release_steps() -> list:
+    config = Config()
+    config.ClearSolutions.enforce_metadata = True
+    defaults = GenerateAssignment.class_traits()["preprocessors"].default()
+    return [step(config=config) for step in defaults if step not in SKIPPED_STEPS]
+
+
+def db_url_for(db_path: Path) -> str:
+    return f"sqlite:///{Path(db_path).resolve()}"
+
+
+def release_notebook(lab: Lab, db_path: Path) -> nbformat.NotebookNode:
+    """The student version of ``lab``; records the lab's cells in the gradebook at ``db_path``."""
+    url = db_url_for(db_path)
+    with Gradebook(url) as gradebook:
+        gradebook.update_or_create_assignment(lab.lab_id)
+    nb = copy.deepcopy(lab.solution_notebook())
+    resources = {"nbgrader": {"assignment": lab.lab_id, "notebook": lab.lab_id, "db_url": url}}
+    for step in release_steps():
+        nb, resources = step.preprocess(nb, resources)
+    return nb
+
+
+def register_labs(db_path: Path, labs: list[Lab] | None = None) -> None:
+    """Make sure every lab and its graded cells are in the gradebook (idempotent)."""
+    for lab in labs or all_labs().values():
+        release_notebook(lab, db_path)
+
+
+def build(out_dir: Path = NOTEBOOKS_DIR, db_path: Path | None = None) -> list[Path]:
+    """Write ``notebooks/<lab_id>.ipynb`` for every lab; returns the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory() as scratch:
+        db = db_path or Path(scratch) / "gradebook.db"
+        for lab in all_labs().values():
+            path = out_dir / f"{lab.lab_id}.ipynb"
+            nbformat.write(release_notebook(lab, db), path)
+            written.append(path)
+    return written

@@ -1,0 +1,87 @@
+"""The labs of the kit, discovered from the solution notebooks' metadata.
+
+A lab is one nbgrader source notebook ``solutions/<lab_id>.ipynb`` whose notebook metadata
+says ``{"bpe_labs": {"lab": <lab_id>, "title": ..., "order": ...}}``. Everything the grader
+needs to know about a lab (its parts, their points, the hidden tests) is read from there, so
+the solution notebook stays the single source.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder import REPO_ROOT
+
+SOLUTIONS_DIR = REPO_ROOT / "solutions"
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+
+HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*$", re.M | re.S)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One graded part: a graded test cell of the solution notebook."""
+
+    part_id: str
+    points: float
+    hidden_tests: str
+    cell_index: int
+
+
+@dataclass(frozen=True)
+class Lab:
+    lab_id: str
+    title: str
+    order: int
+    solution_path: Path
+    parts: tuple[Part, ...] = field(default_factory=tuple)
+
+    @property
+    def student_path(self) -> Path:
+        return NOTEBOOKS_DIR / f"{self.lab_id}.ipynb"
+
+    @property
+    def max_score(self) -> float:
+        return sum(part.points for part in self.parts)
+
+    def solution_notebook(self) -> nbformat.NotebookNode:
+        return nbformat.read(self.solution_path, as_version=4)
+
+    def release_notebook(self) -> nbformat.NotebookNode:
+        return nbformat.read(self.student_path, as_version=4)
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def read_lab(path: Path) -> Lab:
+    nb = nbformat.read(path, as_version=4)
+    meta = nb.metadata.get("bpe_labs")
+    if not meta or "lab" not in meta:
+        raise ValueError(f"{path} has no 'bpe_labs' notebook metadata naming its lab")
+    parts = []
+    for index, cell in enumerate(nb.cells):
+        info = nbgrader_meta(cell)
+        if info.get("grade") and cell.cell_type == "code":
+            match = HIDDEN_TESTS.search(cell.source)
+            parts.append(Part(info["grade_id"], float(info.get("points", 0)), match.group(1) if match else "", index))
+    return Lab(meta["lab"], meta.get("title", meta["lab"]), int(meta.get("order", 99)), path, tuple(parts))
+
+
+@functools.lru_cache(maxsize=None)
+def all_labs(solutions_dir: Path = SOLUTIONS_DIR) -> dict[str, Lab]:
+    """Every lab in ``solutions_dir``, in course order."""
+    labs = [read_lab(path) for path in sorted(Path(solutions_dir).glob("*.ipynb"))]
+    return {lab.lab_id: lab for lab in sorted(labs, key=lambda lab: (lab.order, lab.lab_id))}
+
+
+def get_lab(lab_id: str) -> Lab:
+    try:
+        return all_labs()[lab_id]
+    except KeyError:
+        raise KeyError(f"no lab {lab_id!r}; known labs: {', '.join(all_labs())}") from None
