@@ -1,0 +1,100 @@
+"""Run a part's hidden tests in the grader's process, against proxies of the student's functions.
+
+The hidden-test source comes from the solution notebook. Each free name of it (used, never bound
+in the cell, not a builtin) is the student's: a function becomes a :class:`StudentFunction` that
+calls into the kernel; a variable is fetched as a plain value. The student's code never sees the
+hidden tests, their inputs or the reference, and cannot reach the comparison.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import time
+from dataclasses import dataclass
+
+from autograder.kernel import CallTimeout, KernelDied, KernelSession, StudentRaised
+from autograder.labs import Part
+
+
+@dataclass
+class PartResult:
+    part_id: str
+    score: float
+    max_score: float
+    message: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= self.max_score
+
+
+class PartTimeUp(Exception):
+    pass
+
+
+def free_names(source: str) -> list[str]:
+    """Names a cell reads but never binds, builtins excluded, in order of first use.
+
+    ``"x = f(y)\\nprint(x)" -> ["f", "y"]``
+    """
+    tree = ast.parse(source)
+    bound, used = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                used.append(node.id)
+            else:
+                bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return list(dict.fromkeys(name for name in used if name not in bound and not hasattr(builtins, name)))
+
+
+class StudentFunction:
+    """Calls the student's function of that name in the kernel; returns plain values."""
+
+    def __init__(self, session: KernelSession, name: str, deadline: float):
+        self.session, self.__name__, self.deadline = session, name, deadline
+
+    def __call__(self, *args):
+        if time.monotonic() > self.deadline:
+            raise PartTimeUp()
+        return self.session.call(self.__name__, *args)
+
+
+def run_part(session: KernelSession, part: Part, seconds: float = 60.0) -> PartResult:
+    """Score one part: full points when every hidden check passes, else zero and why."""
+    deadline = time.monotonic() + seconds
+    namespace: dict = {"__name__": f"hidden_tests_{part.part_id}"}
+    try:
+        for name in free_names(part.hidden_tests):
+            kind = session.describe(name)
+            if kind == "missing":
+                return PartResult(part.part_id, 0, part.points,
+                                  f"`{name}` is not defined in your notebook: did the cell that defines it run without errors?")
+            namespace[name] = StudentFunction(session, name, deadline) if kind == "function" else session.fetch(name)
+        # optimize=0 keeps the asserts even when the grader runs under python -O.
+        exec(compile(part.hidden_tests, f"<hidden tests: {part.part_id}>", "exec", optimize=0), namespace)
+    except AssertionError as failed:
+        return PartResult(part.part_id, 0, part.points, str(failed) or "a hidden check failed")
+    except CallTimeout as slow:
+        return PartResult(part.part_id, 0, part.points, f"your code {slow} on a hidden test input: is there a loop that never ends?")
+    except PartTimeUp:
+        return PartResult(part.part_id, 0, part.points, f"the hidden tests of this part ran out of time ({seconds:g} s): your code is too slow")
+    except KernelDied as died:
+        return PartResult(part.part_id, 0, part.points, f"{died} while running your code (memory limit, exit or crash)")
+    except Exception as error:
+        said = getattr(error, "bpe_labs_student", None)
+        if said:
+            return PartResult(part.part_id, 0, part.points, f"on a hidden test input, {said}")
+        if isinstance(error, StudentRaised):
+            return PartResult(part.part_id, 0, part.points, f"on a hidden test input, your code raised {error}")
+        return PartResult(part.part_id, 0, part.points,
+                          f"what your code returned could not be checked ({type(error).__name__}): compare its type and shape with the task")
+    return PartResult(part.part_id, part.points, part.points, "all checks passed")

@@ -1,0 +1,136 @@
+"""Plain values across the process boundary, with their exact types.
+
+Student code runs in a kernel; the hidden tests run in the grader. Values travel between them
+as tagged JSON built only from exact built-in types, so whatever a student returns arrives as a
+plain ``list``/``dict``/``Counter``/... that the grader built itself. An object whose ``==``
+always says True, or any subclass of a built-in, arrives as an :class:`Unsupported` marker that
+equals nothing:
+
+    >>> decode(encode((1, ["a"], {"b": 2.5})))
+    (1, ['a'], {'b': 2.5})
+    >>> class AlwaysEqual(list):
+    ...     def __eq__(self, other): return True
+    >>> decode(encode(AlwaysEqual())) == []
+    False
+
+This file is also sent, as source, into the student's kernel (see ``kernel.py``): it may import
+only the standard library.
+"""
+import collections
+import json
+
+MAX_NODES = 2_000_000
+MAX_DEPTH = 200
+
+_MAPPINGS = {dict: "dict", collections.Counter: "Counter", collections.OrderedDict: "OrderedDict",
+             collections.defaultdict: "defaultdict"}
+_SEQUENCES = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+
+
+class Unsupported:
+    """Stands for a value of a type that does not cross the boundary; equal to nothing."""
+
+    def __init__(self, type_name, text):
+        self.type_name, self.text = type_name, text
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return f"<{self.type_name} object: {self.text}>"
+
+
+def encode(value):
+    """Tagged JSON-able form of ``value``; exact built-in types only."""
+    budget = [MAX_NODES]
+
+    def walk(obj, depth):
+        budget[0] -= 1
+        kind = type(obj)
+        if budget[0] < 0 or depth > MAX_DEPTH:
+            return ["unsupported", "oversized value", "too large or too deeply nested"]
+        if obj is None:
+            return ["none"]
+        if kind is bool:
+            return ["bool", obj]
+        if kind is int:
+            return ["int", str(obj)]
+        if kind is float:
+            return ["float", repr(obj)]
+        if kind is str:
+            return ["str", obj]
+        if kind is bytes:
+            return ["bytes", obj.hex()]
+        if kind in _SEQUENCES:
+            return [_SEQUENCES[kind], [walk(item, depth + 1) for item in obj]]
+        if kind in _MAPPINGS:
+            return [_MAPPINGS[kind], [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in obj.items()]]
+        name = f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
+        try:
+            text = object.__repr__(obj)
+        except Exception:
+            text = "?"
+        return ["unsupported", name, text[:200]]
+
+    return walk(value, 0)
+
+
+def decode(tagged):
+    """The value ``encode`` described, rebuilt from exact built-in types."""
+    tag = tagged[0]
+    if tag == "none":
+        return None
+    if tag == "bool":
+        return bool(tagged[1])
+    if tag == "int":
+        return int(tagged[1])
+    if tag == "float":
+        return float(tagged[1])
+    if tag == "str":
+        return str(tagged[1])
+    if tag == "bytes":
+        return bytes.fromhex(tagged[1])
+    if tag in ("list", "tuple", "set", "frozenset"):
+        items = [decode(item) for item in tagged[1]]
+        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+    if tag in ("dict", "Counter", "OrderedDict", "defaultdict"):
+        pairs = [(decode(k), decode(v)) for k, v in tagged[1]]
+        if tag == "defaultdict":
+            return collections.defaultdict(None, pairs)
+        return {"dict": dict, "Counter": collections.Counter, "OrderedDict": collections.OrderedDict}[tag](dict(pairs))
+    return Unsupported(tagged[1], tagged[2])
+
+
+def call_in_namespace(namespace, name, payload):
+    """Kernel side: call ``namespace[name]`` with the encoded arguments; the outcome as JSON text.
+
+    ``["returned", <encoded value>]`` or ``["raised", <exception class>, <is built-in>, <message>]``.
+    """
+    import builtins
+
+    args = decode(json.loads(payload))
+    try:
+        result = namespace[name](*args)
+    except Exception as error:
+        kind = type(error)
+        builtin = getattr(builtins, kind.__name__, None) is kind
+        try:
+            message = str(error)[:500]
+        except Exception:
+            message = "?"
+        return json.dumps(["raised", kind.__name__, builtin, message])
+    return json.dumps(["returned", encode(result)])
+
+
+def describe(namespace, name):
+    """Kernel side: ``"function"``, ``"value"`` or ``"missing"`` for a name of the notebook."""
+    if name not in namespace:
+        return "missing"
+    return "function" if callable(namespace[name]) else "value"
+
+
+def fetch(namespace, name):
+    """Kernel side: a notebook variable, encoded as JSON text."""
+    return json.dumps(encode(namespace[name]))

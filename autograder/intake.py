@@ -1,0 +1,113 @@
+"""Intake: turn a handed-in file into a notebook of a known lab, or a clear reason why not.
+
+Accepts what students really hand in: Colab downloads, VS Code saves (cell metadata dropped),
+nbformat 3 notebooks (converted). The lab comes from the notebook metadata the release carries,
+or, when an editor dropped it, from the given cells the notebook still contains.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.labs import Lab, all_labs, nbgrader_meta
+
+# Statuses of a row that could not be graded; "graded" otherwise.
+EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, DUPLICATE = "empty_file", "invalid_json", "not_a_notebook", "unknown_lab", "duplicate"
+
+
+@dataclass
+class Submission:
+    path: Path
+    student_id: str
+    sha256: str
+    notebook: nbformat.NotebookNode | None = None
+    lab_id: str | None = None
+    status: str = "ok"
+    message: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def student_id_from_flat_name(path: Path) -> str:
+    """The student id of a file in a flat folder: the file name up to its first underscore.
+
+    Learning-management systems export ``<login>_<numbers>_<original name>.ipynb`` (Canvas) or
+    similar; a file with no underscore is named after the student as a whole.
+    ``"jdoe_1234_5678_toy_bpe.ipynb" -> "jdoe"``; ``"toy-correct.ipynb" -> "toy-correct"``
+    """
+    return path.stem.split("_", 1)[0] or path.stem
+
+
+def find_submissions(folder: Path) -> list[tuple[Path, str]]:
+    """(file, student id) pairs: a flat folder of .ipynb, or nbgrader's ``<student>/<lab>/*.ipynb``."""
+    folder = Path(folder)
+    found = []
+    for path in sorted(folder.rglob("*.ipynb")):
+        if ".ipynb_checkpoints" in path.parts:
+            continue
+        relative = path.relative_to(folder)
+        if len(relative.parts) == 3:
+            found.append((path, relative.parts[0]))
+        else:
+            found.append((path, student_id_from_flat_name(path)))
+    return found
+
+
+def _normalized(source: str) -> str:
+    return re.sub(r"\s+", " ", source).strip()
+
+
+def recognise_lab(nb: nbformat.NotebookNode) -> str | None:
+    """The lab of a notebook: its metadata if it names a known lab, else the best match of content."""
+    labs = all_labs()
+    named = (nb.metadata.get("bpe_labs") or {}).get("lab")
+    if named in labs:
+        return named
+    sources = {_normalized(cell.source) for cell in nb.cells}
+    best, best_share = None, 0.0
+    for lab in labs.values():
+        given = [_normalized(c.source) for c in lab.release_notebook().cells
+                 if nbgrader_meta(c).get("locked") and not nbgrader_meta(c).get("grade") and c.source.strip()]
+        share = sum(s in sources for s in given) / max(len(given), 1)
+        if share > best_share:
+            best, best_share = lab.lab_id, share
+    return best if best_share >= 0.5 else None
+
+
+def read_submission(path: Path, student_id: str) -> Submission:
+    raw = Path(path).read_bytes()
+    sub = Submission(Path(path), student_id, hashlib.sha256(raw).hexdigest())
+    if not raw.strip():
+        sub.status, sub.message = EMPTY, "the file is empty"
+        return sub
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        sub.status, sub.message = INVALID_JSON, f"the file is not valid JSON ({error}); was it saved or downloaded completely?"
+        return sub
+    if not isinstance(data, dict) or not ("cells" in data or "worksheets" in data):
+        sub.status, sub.message = NOT_A_NOTEBOOK, "the file is JSON but not a Jupyter notebook (no cells)"
+        return sub
+    major = data.get("nbformat")
+    try:
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+    except Exception as error:
+        sub.status, sub.message = NOT_A_NOTEBOOK, f"the notebook could not be read ({type(error).__name__}: {error})"
+        return sub
+    if major != 4:
+        sub.notes.append(f"converted from nbformat {major} to nbformat 4")
+    for cell in nb.cells:  # editors disagree on these; missing ones are harmless for grading
+        cell.setdefault("metadata", {})
+        cell.setdefault("source", "")
+        if isinstance(cell.source, list):
+            cell.source = "".join(cell.source)
+    sub.notebook = nb
+    sub.lab_id = recognise_lab(nb)
+    if sub.lab_id is None:
+        sub.status = UNKNOWN_LAB
+        sub.message = f"this notebook is not one of the labs ({', '.join(all_labs())}): neither its metadata nor its cells match"
+    return sub
