@@ -84,6 +84,7 @@ class KernelSession:
                      "--HistoryManager.enabled=False", "--IPKernelApp.matplotlib=None"],
             "display_name": "BPE Labs grading sandbox", "language": "python"}))
         self._specs = KernelSpecManager(kernel_dirs=[str(self._private / "kernels")])
+        self._link_course_data()
         self._start()
         return self
 
@@ -104,7 +105,7 @@ class KernelSession:
                    PYTHONDONTWRITEBYTECODE="1")
         if self.data_dir:
             env["BPE_LABS_DATA"] = str(self.data_dir)
-        allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), Path(tempfile.gettempdir()) / "_"]
+        allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), REPO_ROOT / "data"]
         if self.data_dir:
             allowed.append(self.data_dir)
         env["BPE_LABS_SANDBOX"] = json.dumps({
@@ -112,6 +113,13 @@ class KernelSession:
             "denied": [str(p) for p in (REPO_ROOT, *self.denied)],
             "allowed": [str(p) for p in allowed]})
         return env
+
+    def _link_course_data(self) -> None:
+        """``./data`` in the kernel's folder is the course's data folder (the lab documents), as
+        when a student runs a notebook from a clone of the repository."""
+        link = self.workdir / "data"
+        if not link.exists():
+            link.symlink_to(REPO_ROOT / "data", target_is_directory=True)
 
     def _start(self) -> None:
         # A new manager each time: shutting a kernel down terminates its manager's ZMQ context.

@@ -1,0 +1,68 @@
+"""Example submissions, generated from the student notebooks and ``examples/<lab_id>.yaml``.
+
+A case fills each answer cell of the released notebook with the solution's code (``fill:
+solution``) or leaves it untouched (``fill: none``), then applies exact text replacements that
+plant a realistic bug. Its ``expected`` points per part are what the tests assert.
+"""
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from autograder import REPO_ROOT
+from autograder.labs import get_lab, nbgrader_meta
+
+EXAMPLES_DIR = REPO_ROOT / "examples"
+SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+
+
+def load_cases(examples_dir: Path = EXAMPLES_DIR) -> list[dict]:
+    """Every case of every ``examples/*.yaml``, each with its ``lab``."""
+    cases = []
+    for spec_path in sorted(Path(examples_dir).glob("*.yaml")):
+        spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+        for case in spec["cases"]:
+            cases.append({**case, "lab": spec["lab"], "spec": spec_path.name})
+    return cases
+
+
+def answer_code(solution_source: str) -> str:
+    """What a student who got it right writes: the solution cell without nbgrader's markers."""
+    return SOLUTION_MARKER.sub("", solution_source)
+
+
+def make_submission(case: dict) -> nbformat.NotebookNode:
+    lab = get_lab(case["lab"])
+    nb = copy.deepcopy(lab.release_notebook())
+    if case.get("fill", "solution") == "none":
+        return nb
+    solutions = {nbgrader_meta(c).get("grade_id"): c.source for c in lab.solution_notebook().cells}
+    replacements = case.get("replace") or {}
+    unknown = set(replacements) - set(solutions)
+    if unknown:
+        raise ValueError(f"{case['spec']} case {case['id']}: no cells {sorted(unknown)} in {lab.lab_id}")
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if not meta.get("solution"):
+            continue
+        source = answer_code(solutions[meta["grade_id"]])
+        for change in replacements.get(meta["grade_id"], []):
+            if change["old"] not in source:
+                raise ValueError(f"{case['spec']} case {case['id']}: {change['old']!r} is not in {meta['grade_id']}")
+            source = source.replace(change["old"], change["new"])
+        cell.source = source
+    return nb
+
+
+def write_examples(out_dir: Path = EXAMPLES_DIR / "submissions") -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for case in load_cases():
+        path = out_dir / f"{case['id']}.ipynb"
+        nbformat.write(make_submission(case), path)
+        written.append(path)
+    return written

@@ -1,0 +1,167 @@
+"""Parallel grading (issue 6): our grader against plain ``nbgrader autograde`` on the toy lab.
+
+Builds ``--count`` toy-lab submissions (students s01, s02, ... cycling through the cases of
+``examples/toy_bpe.yaml``), lays them out as an nbgrader course (``submitted/<student>/toy_bpe/``),
+then times each whole command, wall clock, process start included:
+
+* ``nbgrader autograde toy_bpe`` once for all students (after ``nbgrader generate_assignment``,
+  which is not timed), and
+* ``python -m autograder grade submitted --workers N --quiet`` for each N of ``--workers``,
+  each into a fresh output folder (so nothing is resumed).
+
+It prints a table (tool, workers, seconds, notebooks/min, throughput ratio against nbgrader) and
+whether our per-part scores are the same for every worker count and the same as nbgrader's
+totals. It reports, it never asserts timings: the machine may be shared, so it prints the load.
+The issue's target is at least 3x nbgrader's throughput on a 2-core machine.
+
+    .venv/bin/python benchmarks/bench_grading.py                    # 50 notebooks, workers 1 2 4
+    .venv/bin/python benchmarks/bench_grading.py --count 10 --workers 2 --skip-nbgrader
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+LAB = "toy_bpe"
+TARGET_RATIO = 3.0
+
+sys.path.insert(0, str(REPO))
+from autograder.examples import load_cases, make_submission  # noqa: E402
+from autograder.labs import get_lab  # noqa: E402
+
+
+def environment() -> dict[str, str]:
+    """What both tools run with: the venv's bin/ first (nbgrader runs ``alembic``, and the
+    ``python3`` kernel is the venv's), and the repo on the path (hidden tests import
+    ``autograder.reference``)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.setdefault("BPE_LABS_DATA", str(REPO / "data" / "standins"))
+    env["MPLBACKEND"] = "Agg"
+    return env
+
+
+def make_course(course: Path, count: int) -> dict[str, str]:
+    """An nbgrader course with the released toy lab and ``count`` submissions; student -> case id."""
+    course.mkdir(parents=True)
+    (course / "nbgrader_config.py").write_text(
+        "c = get_config()\n"
+        f"c.CourseDirectory.root = {str(course)!r}\n"
+        "c.CourseDirectory.course_id = 'bench'\n")
+    source = course / "source" / LAB
+    source.mkdir(parents=True)
+    shutil.copy(REPO / "solutions" / f"{LAB}.ipynb", source / f"{LAB}.ipynb")
+    cases = [case for case in load_cases() if case["lab"] == LAB]
+    notebooks = {case["id"]: make_submission(case) for case in cases}
+    assigned = {}
+    for number in range(1, count + 1):
+        student = f"s{number:02d}"
+        case = cases[(number - 1) % len(cases)]
+        folder = course / "submitted" / student / LAB
+        folder.mkdir(parents=True)
+        nbformat.write(notebooks[case["id"]], folder / f"{LAB}.ipynb")
+        assigned[student] = case["id"]
+    return assigned
+
+
+def timed(command: list[str], cwd: Path, log: Path) -> float:
+    """Wall-clock seconds of ``command``; its output goes to ``log`` (shown if it fails)."""
+    started = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(command, cwd=cwd, env=environment(), stdout=out, stderr=subprocess.STDOUT)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}); last lines of {log}:\n"
+                 + "\n".join(log.read_text().splitlines()[-30:]))
+    return seconds
+
+
+def nbgrader_scores(course: Path) -> dict[str, float]:
+    """student -> total score, as nbgrader's gradebook holds it."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        return {sub.student_id: sub.score for sub in gradebook.find_assignment(LAB).submissions}
+
+
+def our_scores(out: Path) -> dict[str, tuple]:
+    """student -> (total, per-part scores) from our grades.csv."""
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    parts = [part.part_id for part in get_lab(LAB).parts]
+    return {row["student_id"]: (row["status"], row["score"], tuple((p, row[p]) for p in parts)) for row in rows}
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=50, help="number of submissions (default 50)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker counts for our grader (default 1 2 4)")
+    parser.add_argument("--skip-nbgrader", action="store_true", help="time only our grader (no ratio then)")
+    parser.add_argument("--keep", type=Path, help="build the course here and keep it (default: a temporary folder)")
+    args = parser.parse_args(argv)
+
+    scratch = Path(tempfile.mkdtemp(prefix="bench-grading-")) if args.keep is None else args.keep.resolve()
+    course = scratch / "course"
+    try:
+        assigned = make_course(course, args.count)
+        print(f"{args.count} submissions of {LAB} in {course} ({len(set(assigned.values()))} cases); {load_average()}")
+        rows = []  # (tool, workers, seconds)
+        if not args.skip_nbgrader:
+            nbgrader = [str(Path(sys.executable).parent / "nbgrader")]
+            timed(nbgrader + ["generate_assignment", LAB], course, scratch / "generate_assignment.log")
+            print(f"  nbgrader autograde ... ({load_average()})", flush=True)
+            rows.append(("nbgrader autograde", 1, timed(nbgrader + ["autograde", LAB], course, scratch / "nbgrader.log")))
+        ours = {}
+        for workers in args.workers:
+            out = scratch / f"out-w{workers}"
+            print(f"  autograder --workers {workers} ... ({load_average()})", flush=True)
+            command = [sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--out", str(out),
+                       "--workers", str(workers), "--quiet"]
+            rows.append(("autograder", workers, timed(command, REPO, scratch / f"autograder-w{workers}.log")))
+            ours[workers] = our_scores(out)
+
+        baseline = rows[0][2] if not args.skip_nbgrader else None
+        print(f"\n{'tool':20s} {'workers':>7s} {'seconds':>8s} {'notebooks/min':>14s} {'vs nbgrader':>12s}")
+        for tool, workers, seconds in rows:
+            ratio = f"{baseline / seconds:.2f}x" if baseline else "-"
+            print(f"{tool:20s} {workers:7d} {seconds:8.1f} {60 * args.count / seconds:14.1f} {ratio:>12s}")
+        print(f"after the runs: {load_average()}; target: >= {TARGET_RATIO:g}x nbgrader's throughput")
+
+        if ours:
+            first, *others = ours.values()
+            same = all(other == first for other in others)
+            print(f"our scores identical across worker counts {sorted(ours)}: {'yes' if same else 'NO'}")
+            if not same:
+                for workers, scores in ours.items():
+                    differing = sorted(s for s in scores if scores[s] != first.get(s))
+                    if differing:
+                        print(f"  workers={workers} differs for {', '.join(differing)}")
+            if not args.skip_nbgrader:
+                theirs = nbgrader_scores(course)
+                mismatched = sorted(s for s in assigned if float(first[s][1] or "nan") != theirs.get(s))
+                print(f"our totals equal nbgrader's for all {len(assigned)} students: "
+                      f"{'yes' if not mismatched else 'NO: ' + ', '.join(mismatched)}")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+import pytest
+
+from autograder import REPO_ROOT
+from autograder.batch import grade_folder
+from autograder.examples import load_cases
+
+
+@pytest.fixture(scope="session")
+def graded_examples(tmp_path_factory):
+    """Every bundled example submission graded once through the real autograder (2 workers)."""
+    out = tmp_path_factory.mktemp("graded-examples")
+    results = grade_folder(REPO_ROOT / "examples" / "submissions", out, workers=2, progress=False)
+    return out, {result["student_id"]: result for result in results}
+
+
+@pytest.fixture(scope="session")
+def example_cases():
+    return {case["id"]: case for case in load_cases()}

@@ -1,0 +1,33 @@
+"""A student notebook with its answers filled in runs alone, as Colab has it: copied into an empty
+folder, no repository around it, no PYTHONPATH; only the corpus files a student would download."""
+import os
+import shutil
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder import REPO_ROOT
+from autograder.examples import load_cases, make_submission
+from autograder.labs import all_labs
+
+CORRECT = {case["lab"]: case for case in load_cases() if case.get("fill") == "solution" and not case.get("replace")}
+
+
+@pytest.mark.parametrize("lab_id", list(all_labs()))
+def test_filled_student_notebook_runs_alone(lab_id, tmp_path, monkeypatch):
+    folder = tmp_path / "colab"
+    folder.mkdir()
+    downloads = tmp_path / "downloads"
+    shutil.copytree(REPO_ROOT / "data" / "standins", downloads)
+    shutil.copytree(REPO_ROOT / "data" / "documents", downloads / "documents")
+    nb = make_submission(CORRECT[lab_id])
+    nbformat.write(nb, folder / f"{lab_id}.ipynb")
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("BPE_LABS_DATA", str(downloads))
+    nb = nbformat.read(folder / f"{lab_id}.ipynb", as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    outputs = "".join(o.get("text", "") for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs)
+    assert "❌" not in outputs
+    checks = [cell for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
+    assert checks and all("✅" in "".join(o.get("text", "") for o in cell.outputs) for cell in checks)

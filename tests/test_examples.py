@@ -1,0 +1,91 @@
+"""The bundled example submissions, graded by the real autograder, get exactly their stated scores.
+
+Reference: each case's ``expected`` in ``examples/<lab>.yaml``, written from the bug the case
+plants (a correct submission gets every point, an untouched one none).
+"""
+import csv
+import re
+
+import pytest
+from bs4 import BeautifulSoup
+
+from autograder import gradebook
+from autograder.examples import load_cases
+from autograder.labs import HIDDEN_TESTS, all_labs, get_lab
+
+CASES = load_cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_example_gets_its_exact_expected_score(case, graded_examples):
+    _, results = graded_examples
+    result = results[case["id"]]
+    assert result["status"] == "graded", result.get("message")
+    scores = {part_id: part["score"] for part_id, part in result["parts"].items()}
+    assert scores == {part_id: float(points) for part_id, points in case["expected"].items()}
+    assert result["score"] == sum(case["expected"].values())
+    assert result["integrity"] == [], "an honest submission must yield an empty integrity report"
+
+
+def test_every_lab_has_correct_untouched_and_wrong_examples(example_cases):
+    for lab in all_labs().values():
+        mine = [case for case in example_cases.values() if case["lab"] == lab.lab_id]
+        full = [c for c in mine if sum(c["expected"].values()) == lab.max_score]
+        zero = [c for c in mine if c.get("fill") == "none" and sum(c["expected"].values()) == 0]
+        partial = [c for c in mine if 0 < sum(c["expected"].values()) < lab.max_score]
+        assert full and zero and len(partial) >= 2, f"{lab.lab_id}: needs a correct, an untouched and two wrong examples"
+        assert {p.part_id for p in lab.parts} == set(mine[0]["expected"]), f"{lab.lab_id}: expected must list every part"
+
+
+def test_grades_csv_has_one_row_per_submission_and_a_column_per_part(graded_examples):
+    out, results = graded_examples
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert sorted(row["student_id"] for row in rows) == sorted(results)
+    for row in rows:
+        lab = get_lab(row["lab"])
+        assert float(row["score"]) == results[row["student_id"]]["score"]
+        assert float(row["max_score"]) == lab.max_score
+        assert sum(float(row[part.part_id]) for part in lab.parts) == float(row["score"])
+
+
+def test_gradebook_holds_the_same_scores(graded_examples):
+    out, results = graded_examples
+    in_db = gradebook.total_scores(out / "gradebook.db")
+    assert in_db == {(sid, r["lab"]): r["score"] for sid, r in results.items()}
+
+
+def hidden_test_fragments() -> set[str]:
+    """Lines found only in hidden-test blocks (long enough to be distinctive)."""
+    fragments = set()
+    for lab in all_labs().values():
+        visible = "\n".join(HIDDEN_TESTS.sub("", cell.source) for cell in lab.solution_notebook().cells)
+        for part in lab.parts:
+            fragments |= {line.strip() for line in part.hidden_tests.splitlines()
+                          if len(line.strip()) > 25 and line.strip() not in visible}
+    return fragments
+
+
+def test_feedback_shows_points_and_reasons_but_no_hidden_tests(graded_examples):
+    out, results = graded_examples
+    fragments = hidden_test_fragments()
+    assert fragments
+    pages = list((out / "feedback").rglob("*.html"))
+    assert len(pages) == len(results)
+    for page in pages:
+        text = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").get_text()
+        for forbidden in ("BEGIN HIDDEN", "Traceback", 'File "', "autograder.reference", "_rng"):
+            assert forbidden not in text, f"{page}: {forbidden!r}"
+        leaked = [f for f in fragments if f in text and not re.fullmatch(r'[\w\s,."\'()]*', f)]
+        assert not leaked, f"{page} shows hidden-test source: {leaked[:2]}"
+    wrong = BeautifulSoup((out / "feedback" / "toy-merge-overlaps" / "toy_bpe.html").read_text(encoding="utf-8"), "html.parser").get_text()
+    assert "never overlapping" in wrong and "0 / 2" in wrong and "['aa', 'aa', '</w>']" in wrong
+
+
+def test_class_report_names_the_most_missed_parts(graded_examples):
+    out, _ = graded_examples
+    report = (out / "class_report.md").read_text(encoding="utf-8")
+    assert (out / "scores.png").stat().st_size > 10_000
+    for lab in all_labs().values():
+        assert lab.title in report
+    assert "Most common failure messages" in report

@@ -1,0 +1,116 @@
+"""Each step of the grading pipeline on its own: codec, intake, repair, check, kernel limits."""
+import collections
+from pathlib import Path
+
+import nbformat
+import pytest
+from hypothesis import given, strategies as st
+
+from autograder import codec
+from autograder.check import free_names
+from autograder.examples import load_cases, make_submission
+from autograder.intake import find_submissions, read_submission, recognise_lab, student_id_from_flat_name
+from autograder.kernel import CallTimeout, KernelSession, Limits
+from autograder.labs import get_lab
+from autograder.repair import repair
+
+plain = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary(),
+    lambda inner: st.lists(inner) | st.lists(inner).map(tuple) | st.dictionaries(st.text(), inner)
+    | st.dictionaries(st.text(), st.integers()).map(collections.Counter),
+    max_leaves=20)
+
+
+@given(plain)
+def test_codec_round_trip_keeps_values_and_exact_types(value):
+    back = codec.decode(codec.encode(value))
+    assert back == value
+    assert type(back) is type(value)
+
+
+def test_codec_refuses_subclasses_and_custom_equality():
+    class AlwaysEqual:
+        def __eq__(self, other):
+            return True
+
+    class Sneaky(tuple):
+        def __eq__(self, other):
+            return True
+
+    for value in (AlwaysEqual(), Sneaky(), [Sneaky()], {"k": AlwaysEqual()}):
+        decoded = codec.decode(codec.encode(value))
+        assert decoded != value and not (decoded == [])
+
+
+def test_free_names_are_what_a_cell_uses_but_never_binds():
+    source = "import random as r\nfrom x import y\nz = f(a, r.random())\nfor i in g(): print(i, y, z)\ndef h(k): return k + w\n"
+    assert free_names(source) == ["f", "a", "g", "w"]
+
+
+@pytest.mark.parametrize("name, student", [("jdoe_1234_5678_toy_bpe.ipynb", "jdoe"), ("toy-correct.ipynb", "toy-correct"),
+                                           ("Ada Lovelace_99_assignsubmission_file_lab.ipynb", "Ada Lovelace")])
+def test_student_id_from_a_flat_folder_is_the_name_up_to_the_first_underscore(name, student):
+    assert student_id_from_flat_name(Path(name)) == student
+
+
+def test_nbgrader_tree_and_flat_folder_are_both_found(tmp_path):
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "amy_1_toy.ipynb").write_text("{}")
+    (tmp_path / "tree" / "bob" / "toy_bpe").mkdir(parents=True)
+    (tmp_path / "tree" / "bob" / "toy_bpe" / "toy_bpe.ipynb").write_text("{}")
+    assert [s for _, s in find_submissions(tmp_path / "flat")] == ["amy"]
+    assert [s for _, s in find_submissions(tmp_path / "tree")] == ["bob"]
+
+
+def test_lab_is_recognised_by_content_when_metadata_is_gone():
+    case = next(c for c in load_cases() if c["id"] == "toy-correct")
+    nb = make_submission(case)
+    del nb.metadata["bpe_labs"]
+    for cell in nb.cells:
+        cell.metadata = {}
+    assert recognise_lab(nb) == "toy_bpe"
+    nb.cells = nb.cells[:3]
+    assert recognise_lab(nb) is None
+
+
+@pytest.mark.parametrize("case", [c for c in load_cases() if c["lab"] == "toy_bpe"], ids=lambda c: c["id"])
+def test_repair_of_an_honest_submission_reports_nothing(case):
+    repaired = repair(make_submission(case), get_lab("toy_bpe"))
+    assert repaired.integrity == []
+    assert [step.kind for step in repaired.program].count("answer") == 5
+
+
+def test_repair_puts_moved_answers_back_and_reports_them():
+    nb = make_submission(next(c for c in load_cases() if c["id"] == "toy-correct"))
+    answers = [i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("solution")]
+    nb.cells[answers[0]], nb.cells[answers[-1]] = nb.cells[answers[-1]], nb.cells[answers[0]]
+    repaired = repair(nb, get_lab("toy_bpe"))
+    assert [s.part_of for s in repaired.program if s.kind == "answer"] == [
+        "initialize_solution", "pair_frequencies_solution", "merge_solution", "learn_solution", "tokenize_solution"]
+    assert {e["event"] for e in repaired.integrity} == {"moved"}
+
+
+def test_intake_reports_bad_files_clearly(tmp_path):
+    (tmp_path / "empty.ipynb").write_bytes(b"")
+    (tmp_path / "broken.ipynb").write_text('{"cells": [')
+    (tmp_path / "list.ipynb").write_text("[1, 2]")
+    assert read_submission(tmp_path / "empty.ipynb", "a").status == "empty_file"
+    assert read_submission(tmp_path / "broken.ipynb", "a").status == "invalid_json"
+    assert read_submission(tmp_path / "list.ipynb", "a").status == "not_a_notebook"
+
+
+def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
+    with KernelSession(tmp_path / "work", Limits(cell_seconds=2, call_seconds=1, memory_bytes=2 * 1024**3)) as session:
+        assert session.run_cell("def f(x):\n    return [x, (x, 'a')]\ndef spin():\n    while True: pass").status == "ok"
+        assert session.call("f", 3) == [3, (3, "a")]
+        with pytest.raises(CallTimeout):
+            session.call("spin")
+        assert session.call("f", 4) == [4, (4, "a")]
+        assert session.run_cell("while True: pass").status == "timeout"
+        assert session.run_cell("import os; os._exit(3)").status == "died"
+        assert session.call("f", 5) == [5, (5, "a")], "a restart must replay the cells that had run"
+        assert session.run_cell("x = bytearray(8 * 1024**3)").error.startswith("MemoryError")
+        denied = session.run_cell(f"open({str(get_lab('toy_bpe').solution_path)!r}).read()")
+        assert denied.status == "error" and "PermissionError" in denied.error
+        assert "PermissionError" in session.run_cell("import subprocess; subprocess.run(['true'])").error
+        assert session.run_cell("import os; print(os.environ.get('NBGRADER_EXECUTION'))", capture=True).stdout.strip() == "None"
