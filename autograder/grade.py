@@ -29,7 +29,17 @@ class Settings:
     denied: tuple[Path, ...] = ()
 
 
-def grade_file(path: Path, student_id: str, settings: Settings = Settings()) -> dict:
+def grade_file(path: Path, student_id: str, settings: Settings = Settings(), attempts: int = 2) -> dict:
+    """Grade one file; a grader failure (say, a kernel that would not start on an overloaded
+    machine) is retried once before it becomes a ``grader_error`` row."""
+    for _ in range(attempts):
+        result = _grade_file_once(path, student_id, settings)
+        if result["status"] != "grader_error":
+            break
+    return result
+
+
+def _grade_file_once(path: Path, student_id: str, settings: Settings) -> dict:
     started = time.monotonic()
     sub = read_submission(Path(path), student_id)
     result = {"student_id": student_id, "file": str(path), "sha256": sub.sha256, "lab": sub.lab_id,
@@ -52,10 +62,13 @@ def grade_file(path: Path, student_id: str, settings: Settings = Settings()) -> 
                 if run.status != "ok":
                     result["cells"].append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
             for part in lab.parts:
-                visible = session.run_cell(repaired.checks.get(part.part_id, ""), replay=False, capture=True)
-                outcome = run_part(session, part, settings.part_seconds)
-                entry = asdict(outcome)
-                entry["visible_check"] = visible.stdout.strip() or visible.error
+                try:
+                    visible = session.run_cell(repaired.checks.get(part.part_id, ""), replay=False, capture=True)
+                    entry = asdict(run_part(session, part, settings.part_seconds))
+                    entry["visible_check"] = visible.stdout.strip() or visible.error
+                except Exception as error:  # the kernel could not be brought back: this part only
+                    entry = {"part_id": part.part_id, "score": 0, "max_score": part.points, "visible_check": "",
+                             "message": f"this part could not be graded ({type(error).__name__}: {error})"}
                 result["parts"][part.part_id] = entry
             result["restarts"] = session.restarts
         result["score"] = sum(p["score"] for p in result["parts"].values())

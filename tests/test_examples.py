@@ -79,7 +79,7 @@ def test_feedback_shows_points_and_reasons_but_no_hidden_tests(graded_examples):
         leaked = [f for f in fragments if f in text and not re.fullmatch(r'[\w\s,."\'()]*', f)]
         assert not leaked, f"{page} shows hidden-test source: {leaked[:2]}"
     wrong = BeautifulSoup((out / "feedback" / "toy-merge-overlaps" / "toy_bpe.html").read_text(encoding="utf-8"), "html.parser").get_text()
-    assert "never overlapping" in wrong and "0 / 2" in wrong and "['aa', 'aa', '</w>']" in wrong
+    assert "never overlapping" in wrong and "0 / 2" in wrong and "got ['aa', 'aa', 'a', '</w>']" in wrong
 
 
 def test_class_report_names_the_most_missed_parts(graded_examples):
