@@ -62,10 +62,10 @@ class StudentFunction:
     def __init__(self, session: KernelSession, name: str, deadline: float):
         self.session, self.__name__, self.deadline = session, name, deadline
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
-        return self.session.call(self.__name__, *args)
+        return self.session.call(self.__name__, *args, **kwargs)
 
 
 def run_part(session: KernelSession, part: Part, seconds: float = 60.0) -> PartResult:

@@ -104,15 +104,15 @@ def decode(tagged):
 
 
 def call_in_namespace(namespace, name, payload):
-    """Kernel side: call ``namespace[name]`` with the encoded arguments; the outcome as JSON text.
+    """Kernel side: call ``namespace[name]`` with the encoded ``[args, kwargs]``; the outcome as JSON text.
 
     ``["returned", <encoded value>]`` or ``["raised", <exception class>, <is built-in>, <message>]``.
     """
     import builtins
 
-    args = decode(json.loads(payload))
+    args, kwargs = decode(json.loads(payload))
     try:
-        result = namespace[name](*args)
+        result = namespace[name](*args, **kwargs)
     except Exception as error:
         kind = type(error)
         builtin = getattr(builtins, kind.__name__, None) is kind

@@ -259,13 +259,13 @@ class KernelSession:
     def fetch(self, name: str):
         return codec.decode(json.loads(self._evaluate(self._codec("fetch", name), timeout=self.limits.call_seconds)))
 
-    def call(self, name: str, *args):
-        """``name(*args)`` in the student's kernel; the result as plain values of exact types.
+    def call(self, name: str, *args, **kwargs):
+        """``name(*args, **kwargs)`` in the student's kernel; the result as plain values of exact types.
 
         A built-in exception the function raised is raised again here, with the same class and
         message; any other as :class:`StudentRaised`.
         """
-        payload = json.dumps(codec.encode(list(args)))
+        payload = json.dumps(codec.encode([list(args), kwargs]))
         outcome = json.loads(self._evaluate(self._codec("call_in_namespace", name, payload),
                                             timeout=self.limits.call_seconds))
         if outcome[0] == "returned":
