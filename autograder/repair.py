@@ -19,6 +19,10 @@ import nbformat
 
 from autograder.labs import Lab, get_lab, nbgrader_meta
 
+# A given cell with this tag only demonstrates (a timing run, a plot of the whole corpus): the
+# grader does not run it, and nothing a graded part needs may be defined in it.
+GRADING_SKIP = "grading-skip"
+
 
 @dataclass
 class Step:
@@ -35,6 +39,10 @@ class Repaired:
     program: list[Step]
     checks: dict[str, str]  # part id -> the visible check code, as released
     integrity: list[dict] = field(default_factory=list)
+
+
+# How alike (difflib ratio) an unmatched code cell must be to a given cell to count as that cell, edited.
+EDITED_GIVEN_LIKENESS = 0.6
 
 
 def _norm(source: str) -> str:
@@ -106,6 +114,19 @@ def match_cells(release: tuple, cells: list) -> dict[int, int]:
         best_score, best = max(scored)
         if best_score >= 0.3:
             claim(r, best)
+    # Given cells and checks edited in a file that lost its metadata: the most alike unclaimed code
+    # cell between the matched neighbours, if it is clearly the same cell (then it is restored, and
+    # the edited copy is not run as a cell of the student's own).
+    for r, cell in enumerate(release):
+        if r in matched or _role(cell) not in ("given", "test") or not cell.source.strip():
+            continue
+        before = max((matched[q] for q in matched if q < r), default=-1)
+        after = min((matched[q] for q in matched if q > r), default=len(cells))
+        window = [s for s in range(before + 1, after)
+                  if s not in used and cells[s].get("cell_type") == "code" and cells[s].source.strip()]
+        scored = [(difflib.SequenceMatcher(None, _norm(cell.source), _norm(cells[s].source)).ratio(), s) for s in window]
+        if scored and max(scored)[0] >= EDITED_GIVEN_LIKENESS:
+            claim(r, max(scored)[1])
     return matched
 
 
@@ -168,7 +189,7 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
                 note("restored", cell_id, "the cell had been edited; the released version was used")
             elif mine.get("cell_type") != "code":
                 note("type_changed", cell_id, "the cell had been switched to markdown; it was run as code")
-            if role == "given":
+            if role == "given" and GRADING_SKIP not in cell.get("metadata", {}).get("tags", []):
                 program.append(Step("given", cell.source, cell_id))
             else:
                 checks[cell_id] = cell.source
