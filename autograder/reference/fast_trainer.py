@@ -5,28 +5,29 @@ work is wasted: a merge of ``(a, b)`` only changes the words that contain ``a b`
 those only the pairs touching each merged spot. This trainer keeps
 
 * ``pair_counts``: the weighted count of every pair, updated by differences only;
-* ``words_with``: for every pair, the ids of the words that may contain it (a superset:
-  stale ids are harmless, they are skipped at C speed);
-* a heap of ``(-count, first_seen_lower_bound, pair)`` with lazy invalidation: an entry
-  whose count is out of date is dropped or pushed again with the right count when it
-  reaches the top.
+* ``words_with``: for every pair, the sorted ids of the words that may contain it (stale
+  ids are harmless: they are skipped at C speed);
+* a heap of ``(-count, first-occurrence lower bound, pair)`` with lazy invalidation: an
+  entry whose count went down is pushed again with the right count when it reaches the top.
 
-The speed comes from doing the per-word work with ``str`` methods that run in C. Every
+Speed comes from doing the per-word work with ``str`` methods, which run in C. Every
 symbol is one character of a private alphabet (a merged symbol gets a fresh character),
-so a word is a ``str`` and merging ``a b`` in a batch of words is one
-``SEP.join(words).replace(a + b, z)``, which is exactly "left to right, never
-overlapping". The pairs around the merged spots are read with one regular expression
-(the character after each ``z``, and the one before it, in the reversed string); only the
-few distinct neighbours are handled in Python.
+so a word is a ``str``, and merging ``a b`` in all the words that contain it is one
+``SEP.join(words).replace(a + b, z)``: exactly "left to right, never overlapping".
+``joined.split(z)`` then gives the neighbour on each side of every merged spot; only the
+few distinct neighbours are handled in Python. Word ids go by decreasing count, so the
+spots of words counted once or twice are counted by ``Counter`` without weights. The word
+ids of a new pair are picked out of the spots only if that pair is ever merged.
 
 Ties (``tie="first"``) need care, because merges remove occurrences: the pair seen first
-in corpus order is the one whose *current* first occurrence ``(word index, position)`` is
-smallest. We key each occurrence by its character offset in the corpus of distinct words
-(it never moves when merges happen around it), keep in the heap a lower bound of each
-pair's first offset, and compute the exact one (a scan of the pair's words) only when two
-pairs actually tie for the highest count. Bounds only grow as occurrences disappear; a
-pair that gains occurrences (new pairs, or an old symbol made again by another merge,
-``("a", "bc")`` after ``("ab", "c")``) is pushed with the bound 0.
+in corpus order is the one whose *current* first occurrence ``(word, position)`` comes
+first. An occurrence is keyed by its character offset in the text of distinct words,
+which does not move when symbols around it merge. The heap holds a lower bound of each
+pair's first offset; the exact offset (a scan of the pair's words) is computed only when
+two pairs really tie for the highest count. Bounds stay valid as occurrences disappear; a
+pair that gains occurrences (a new pair, or one with a merged symbol that some earlier
+merge made already, like the text "</w>" becoming the end-of-word symbol) is pushed with
+the bound 0.
 
     >>> train_bpe({"low": 2, "lower": 1}, 3)
     [('l', 'o'), ('lo', 'w'), ('low', '</w>')]
@@ -38,12 +39,13 @@ pair that gains occurrences (new pairs, or an old symbol made again by another m
 from __future__ import annotations
 
 import re
-from collections import Counter
+from bisect import bisect_left
+from collections import Counter, defaultdict, deque
 from heapq import heapify, heappop, heappush
 from itertools import accumulate, chain, compress, repeat
-from operator import add, eq, itemgetter, ne
+from operator import add, contains, itemgetter, neg
 
-from autograder.reference.pretokenize import count_pretokens, count_words_parallel
+from autograder.reference.pretokenize import count_pretokens, count_words, count_words_parallel
 from autograder.reference.simple_trainer import END_OF_WORD, Pair, check_arguments
 
 _SURROGATES = range(0xD800, 0xE000)
@@ -53,14 +55,29 @@ _LAST_CHARACTER = itemgetter(slice(-1, None))
 _FIRST_PRIVATE_CHAR = 0x100  # below it, Python caches one-character strings: keep those for text
 
 
-def _pick_ids(where: tuple) -> list[int]:
-    """The ids of the spots whose neighbour is ``neighbour``, each word once.
+class _Spots:
+    """The spots of one merge and one neighbour of each: where its new pairs were made.
 
-    ``(([3, 5, 5, 8], ["x", "y", "x", "x"], "x", True)) -> [3, 5, 8]``
+    The word ids of the new pair ``(x, z)`` are the ids of the spots whose left neighbour
+    is ``x``. Most new pairs are never merged, so the spots are grouped by neighbour only
+    the first time one of them is asked for (in C, like ``_Trainer._index_pairs``).
+
+    ``_Spots([3, 5, 5, 8], ["x", "y", "x", "x"]).word_ids("x") -> [3, 5, 8]``
     """
-    spot_ids, neighbours, neighbour, repeated = where
-    ids = [*compress(spot_ids, map(eq, neighbours, repeat(neighbour)))]
-    return [*dict.fromkeys(ids)] if repeated else ids
+
+    __slots__ = ("spot_ids", "neighbours", "groups")
+
+    def __init__(self, spot_ids: list[int], neighbours: list[str]):
+        self.spot_ids, self.neighbours = spot_ids, neighbours
+        self.groups: dict[str, list[int]] | None = None
+
+    def word_ids(self, neighbour: str) -> list[int]:
+        if self.groups is None:
+            groups: dict[str, list[int]] = defaultdict(list)
+            deque(map(list.append, map(groups.__getitem__, self.neighbours), self.spot_ids), maxlen=0)
+            self.groups, self.spot_ids, self.neighbours = groups, None, None
+        ids = self.groups[neighbour]
+        return [*dict.fromkeys(ids)]  # a word with two spots is listed twice, side by side
 
 
 class _Alphabet:
@@ -113,34 +130,45 @@ class _Alphabet:
 
 
 class _Trainer:
-    """State of one training run; ``train_bpe`` below is the interface."""
+    """State of one training run; ``train_bpe`` below is the interface.
+
+    Word ids go by decreasing count (ties in corpus order), so that in a sorted list of
+    ids the words of count 1 and 2 come last, in one stretch each: their spots are
+    counted by a plain ``Counter``, without weights.
+    """
 
     def __init__(self, word_counts: dict[str, int], mode: str, tie: str):
         self.tie = tie
-        original_words = list(word_counts)
-        alphabet = _Alphabet(set("".join(original_words)))
+        corpus_words = list(word_counts)
+        corpus_counts = list(word_counts.values())
+        order = sorted(range(len(corpus_words)), key=corpus_counts.__getitem__, reverse=True)  # stable
+        alphabet = _Alphabet(set("".join(corpus_words)))
         self.alphabet = alphabet
-        self.sep = alphabet.fresh()  # separates words in joined batches; never part of a pair
+        sep = self.sep = alphabet.fresh()  # separates words in joined batches; never part of a pair
         self.temp = alphabet.fresh()  # stands for a merged symbol that already had a code
-        # All words in one string, so that re-coding and the end-of-word mark run in C.
-        sep = self.sep
-        joined = sep.join(original_words)
-        if alphabet.translation:
-            joined = _OUTSIDE_BMP.sub(lambda match: alphabet.translation[ord(match[0])], joined)
         end_length = 0
+        end = ""
         if mode == "char":
             end = alphabet.new_base(END_OF_WORD)
             end_length = len(END_OF_WORD)
+        # Offset of each word in the text of distinct words in corpus order, each written
+        # out in symbols ("low</w>"), +1 between words: a first occurrence is then one
+        # integer, and it does not move when symbols around it merge.
+        corpus_start = [*accumulate(map(add, map(len, corpus_words), repeat(end_length + 1)), initial=0)]
+        self.word_start = [*map(corpus_start.__getitem__, order)]
+        self.weight = [*map(corpus_counts.__getitem__, order)]
+        # Ids [0, heavy_end) have counts above 2, then count 2 up to light_end, then count 1.
+        self.heavy_end = bisect_left(self.weight, -2, key=neg)
+        self.light_end = bisect_left(self.weight, -1, key=neg)
+        # All words in one string, so that re-coding and the end-of-word mark run in C.
+        joined = sep.join(map(corpus_words.__getitem__, order))
+        if alphabet.translation:
+            joined = _OUTSIDE_BMP.sub(lambda match: alphabet.translation[ord(match[0])], joined)
+        if end:
             joined = joined.replace(sep, end + sep) + end
-        words = joined.split(sep)
+        self.words = joined.split(sep)
+        self._index_pairs(joined, self.words)
         del joined
-        self.weight = list(word_counts.values())
-        self.words = dict(enumerate(words))
-        # Offset of each word in the text of distinct words, each written out in symbols
-        # ("low</w>"), +1 between words: first occurrences compare as (word index, position
-        # in the word) by one integer, and that position never moves when symbols merge.
-        self.word_start = [*accumulate(map(add, map(len, original_words), repeat(end_length + 1)), initial=0)]
-        self.pair_counts, self.words_with = self._count_pairs(words)
         self.first_seen: dict[str, int] = {}  # pair -> exact first offset, while unchanged
         if tie == "first":
             self.heap = [(-count, 0, pair) for pair, count in self.pair_counts.items()]
@@ -149,27 +177,34 @@ class _Trainer:
                          for pair, count in self.pair_counts.items()]
         heapify(self.heap)
 
-    def _count_pairs(self, words: list[str]) -> tuple[dict[str, int], dict[str, list[int]]]:
-        """Weighted pair counts and, for every pair, the ids of the words containing it.
+    def _index_pairs(self, joined: str, words: list[str]) -> None:
+        """Fill ``words_with`` and ``pair_counts`` from all words joined by ``sep``.
 
-        Words of equal count are counted together in one joined string (in C); pairs
-        with the separator are dropped.
+        One pass in C: every position of ``joined`` gives a pair (``map(add, ...)``) and
+        the id of its word, and the id is appended to that pair's list; pairs with the
+        separator are dropped afterwards. A word with a pair twice is listed twice, which
+        makes the weighted count a plain sum, and ``word_ids`` drops the repeats later.
+
+        ``["ab</w>", "b</w>"]`` with counts 2, 1 ->
+        ``words_with == {("a", "b"): [0], ("b", "</w>"): [0, 1]}``, ``pair_counts == {("a", "b"): 2, ("b", "</w>"): 3}``
         """
-        sep = self.sep
-        by_weight: dict[int, list[str]] = {}
-        for word, weight in zip(words, self.weight):
-            by_weight.setdefault(weight, []).append(word)
-        pair_counts: dict[str, int] = {}
-        for weight, group in by_weight.items():
-            joined = sep.join(group)
-            for pair, count in Counter(map(add, joined, joined[1:])).items():
-                if sep not in pair:
-                    pair_counts[pair] = pair_counts.get(pair, 0) + count * weight
-        words_with: dict[str, list[int]] = {pair: [] for pair in pair_counts}
-        for index, word in enumerate(words):
-            for pair in set(map(add, word, word[1:])):
-                words_with[pair].append(index)
-        return pair_counts, words_with
+        words_with: dict[str, list[int]] = defaultdict(list)
+        # Word i owns len(word) + 1 positions: its own pairs, (last, sep), (sep, next first).
+        word_of_position = chain.from_iterable(map(repeat, range(len(words)), map(add, map(len, words), repeat(1))))
+        deque(map(list.append, map(words_with.__getitem__, map(add, joined, joined[1:])), word_of_position), maxlen=0)
+        sep, weight = self.sep, self.weight.__getitem__
+        for pair in [pair for pair in words_with if sep in pair]:
+            del words_with[pair]
+        self.words_with = dict(words_with)
+        # Ids are sorted and weights go down with ids: only the few ids of words counted
+        # more than twice are looked up; the words counted twice or once are counted by bisect.
+        heavy_end, light_end = self.heavy_end, self.light_end
+        pair_counts = self.pair_counts = {}
+        for pair, ids in self.words_with.items():
+            heavy = bisect_left(ids, heavy_end)
+            light = bisect_left(ids, light_end, heavy)
+            pair_counts[pair] = (sum(map(weight, ids[:heavy])) if heavy else 0) + 2 * (light - heavy) + len(ids) - light
+        self.repeats = set(self.words_with)  # lists that may still name a word twice
 
     def _lexicographic_key(self, pair: str) -> tuple:
         """A heap key that puts the greatest ``(a, b)`` first: code points negated.
@@ -181,31 +216,31 @@ class _Trainer:
         return tuple(tuple([-ord(ch) for ch in symbol[code]] + [1]) for code in pair)
 
     def word_ids(self, pair: str) -> list[int]:
-        """Sorted ids of the words that may contain ``pair`` (picked out now if still lazy)."""
+        """Sorted ids of the words that may contain ``pair``, each once."""
         ids = self.words_with[pair]
-        if type(ids) is tuple:
-            ids = self.words_with[pair] = _pick_ids(ids)
+        if type(ids) is tuple:  # (spots, neighbour): picked out on first use
+            spots, neighbour = ids
+            ids = self.words_with[pair] = spots.word_ids(neighbour)
+        elif pair in self.repeats:
+            self.repeats.discard(pair)
+            ids = self.words_with[pair] = [*dict.fromkeys(ids)]
         return ids
 
     def first_offset(self, pair: str) -> int:
         """Exact offset of the first occurrence of ``pair`` in corpus order (cached).
 
-        The pair's word ids are sorted, so the first id whose word still contains the
-        pair is its first word; ids before it are stale and dropped.
+        Also drops the ids of words that no longer contain the pair.
         """
         offset = self.first_seen.get(pair)
         if offset is not None:
             return offset
+        words = self.words
         ids = self.word_ids(pair)
-        for position, word in enumerate(map(self.words.__getitem__, ids)):
-            if pair in word:
-                break
-        else:
-            raise AssertionError(f"pair {pair!r} counted but in no word")
-        if position:
-            self.words_with[pair] = ids[position:]
+        ids = self.words_with[pair] = [*compress(ids, map(contains, map(words.__getitem__, ids), repeat(pair)))]
+        first = min(ids, key=self.word_start.__getitem__)
+        word = words[first]
         length = self.alphabet.length
-        offset = self.word_start[ids[position]] + sum(map(length.__getitem__, word[:word.find(pair)]))
+        offset = self.word_start[first] + sum(map(length.__getitem__, word[:word.find(pair)]))
         self.first_seen[pair] = offset
         return offset
 
@@ -254,91 +289,100 @@ class _Trainer:
         existing = alphabet.code.get(symbol)  # the same string made by an earlier merge
         z = self.temp if existing is not None else alphabet.new_code(symbol)
         counts, words, words_with = self.pair_counts, self.words, self.words_with
-        del counts[pair]
         self.first_seen.pop(pair, None)
         ids = self.word_ids(pair)
         del words_with[pair]
-        old = [*map(words.__getitem__, ids)]
-        joined = sep.join(old).replace(pair, z)
-        new = joined.split(sep)
-        changed_flags = [*map(ne, old, new)]
-        changed = [*compress(ids, changed_flags)]  # still sorted: ids are
-        if not changed:
-            return
-        new_words = [*compress(new, changed_flags)]
-        # The word id and weight of each merged spot, in the order of `joined`.
-        weights = [*map(self.weight.__getitem__, changed)]
-        # Around spot i: parts[i] ends with its left neighbour, parts[i + 1] starts with
-        # its right one; an empty part between two spots means "z z".
+        joined = sep.join(map(words.__getitem__, ids)).replace(pair, z)
+        # Around spot i, parts[i] ends with its left neighbour and parts[i + 1] starts
+        # with its right one; an empty part between two spots means "z z".
         parts = joined.split(z)
-        if len(parts) - 1 == len(changed):  # one spot per word, the usual case
-            spot_ids, spot_weights = changed, weights
-        else:
-            spots_per_word = [*map(str.count, new_words, repeat(z))]
-            spot_ids = [*chain.from_iterable(map(repeat, changed, spots_per_word))]
-            spot_weights = [*chain.from_iterable(map(repeat, weights, spots_per_word))]
+        if len(parts) == 1:  # cannot happen: a counted pair occurs somewhere
+            raise AssertionError(f"pair {pair!r} counted but in no word")
+        # The word of spot i is ids[number of separators before spot i].
+        spot_ids = [*map(ids.__getitem__, accumulate(map(str.count, parts[:-1], repeat(sep))))]
         if not parts[0]:
             parts[0] = sep  # the first word starts with z: nothing on its left
         left = [*map(_LAST_CHARACTER, parts[:-1])]  # "" is z: "b a" -> "z z"
         right = [*map(_FIRST_CHARACTER, parts[1:])]  # "" is z (counted as a left) or the end
-        delta: dict[str, int] = {}
-        # New pair -> where it was made, as (spot_ids, neighbours, neighbour, repeated): its
-        # word ids are the spot ids whose neighbour is that one. Most new pairs are never
-        # merged, so the ids are picked out only when needed (`word_ids`).
-        repeated = spot_ids is not changed  # a word with two spots is listed twice
-        made_in: dict[str, tuple] = {}
-        # Left neighbour x: pair (x, a) is gone, (x, z) is new.
-        for (x, weight), n in Counter(zip(left, spot_weights)).items():
-            if x == sep:
-                continue
-            gone, made = (x + a, x + z) if x else (b + a, z + z)
-            n *= weight
-            delta[gone] = delta.get(gone, 0) - n
-            delta[made] = delta.get(made, 0) + n
-            made_in[made] = (spot_ids, left, x, repeated)
-        # Right neighbour y: pair (b, y) is gone, (z, y) is new.
-        for (y, weight), n in Counter(zip(right, spot_weights)).items():
-            if y and y != sep:
-                n *= weight
-                gone, made = b + y, z + y
-                delta[gone] = delta.get(gone, 0) - n
-                delta[made] = delta.get(made, 0) + n
-                made_in[made] = (spot_ids, right, y, repeated)
+        del parts
+        per_left = self._weighted_counts(left, spot_ids)
+        per_right = self._weighted_counts(right, spot_ids)
+        per_left.pop(sep, None)
+        per_right.pop(sep, None)
+        per_right.pop("", None)
         if existing is not None:
-            new_words = [word.replace(z, existing) for word in new_words]
-            # (existing, z) and (z, z) both become (existing, existing): add them up.
-            renamed: dict[str, int] = {}
-            for gone_or_made, d in delta.items():
-                key = gone_or_made.replace(z, existing)
-                renamed[key] = renamed.get(key, 0) + d
-            delta = renamed
-            made_in_renamed: dict[str, list[int]] = {}
-            for made, where in made_in.items():
-                key = made.replace(z, existing)
-                made_in_renamed[key] = sorted({*made_in_renamed.get(key, ()), *_pick_ids(where)})
-            made_in = made_in_renamed
-            z = existing
-        words.update(zip(changed, new_words))
-        heap, first_seen = self.heap, self.first_seen
+            joined = joined.replace(z, existing)
+        deque(map(words.__setitem__, ids, joined.split(sep)), maxlen=0)
+        # Left neighbour x: (x, a) is gone, (x, z) is new ("" is z: (b, a) -> (z, z)).
+        # Right neighbour y: (b, y) is gone, (z, y) is new.
+        first_seen = self.first_seen
+        for x, n in per_left.items():
+            gone = x + a if x else b + a
+            counts[gone] -= n
+            if first_seen:
+                first_seen.pop(gone, None)
+        for y, n in per_right.items():
+            gone = b + y
+            counts[gone] -= n
+            if first_seen:
+                first_seen.pop(gone, None)
+        del counts[pair]  # "a a a": the overlapping "a a" went with it
+        left_spots, right_spots = _Spots(spot_ids, left), _Spots(spot_ids, right)
+        made = [(x + z if x else z + z, n, left_spots, x) for x, n in per_left.items()]
+        made += [(z + y, n, right_spots, y) for y, n in per_right.items()]
+        if existing is not None:
+            self._made_again(made, z, existing)
+            return
+        heap = self.heap
+        lexicographic_key = self._lexicographic_key if self.tie != "first" else None
+        for key, n, spots, neighbour in made:
+            counts[key] = n
+            words_with[key] = (spots, neighbour)
+            heappush(heap, (-n, lexicographic_key(key) if lexicographic_key else 0, key))
+
+    def _weighted_counts(self, neighbours: list[str], spot_ids: list[int]) -> dict[str, int]:
+        """Neighbour -> sum of the counts of the words of its spots.
+
+        ``spot_ids`` is sorted, so the spots of count-2 and count-1 words are two
+        stretches at the end, counted by ``Counter`` in C without weights; the few spots
+        of frequent words are added up one by one.
+
+        ``(["x", "y", "x"], [0, 7, 9])`` with counts 5, 2, 1 -> ``{"x": 6, "y": 2}``
+        """
+        heavy = bisect_left(spot_ids, self.heavy_end)
+        light = bisect_left(spot_ids, self.light_end, heavy)
+        per: dict[str, int] = Counter(neighbours[light:]) if light < len(spot_ids) else {}
+        get = per.get
+        if light > heavy:
+            for key, n in Counter(neighbours[heavy:light]).items():
+                per[key] = get(key, 0) + 2 * n
+        if heavy:
+            for key, weight in zip(neighbours, map(self.weight.__getitem__, spot_ids[:heavy])):
+                per[key] = get(key, 0) + weight
+        return per
+
+    def _made_again(self, made: list[tuple], z: str, existing: str) -> None:
+        """Book new pairs when the merged symbol already had a code (``existing``).
+
+        Its pairs may exist already, and ``(existing, z)`` and ``(z, z)`` both become
+        ``(existing, existing)``: counts add up, word ids are united, and a bound 0 goes
+        in the heap because the pair may now occur earlier than before.
+        """
+        counts, words_with = self.pair_counts, self.words_with
+        renamed: dict[str, tuple[int, set]] = {}
+        for key, n, spots, neighbour in made:
+            key = key.replace(z, existing)
+            total, ids = renamed.get(key, (0, set()))
+            renamed[key] = (total + n, ids | set(spots.word_ids(neighbour)))
         lexicographic = self.tie != "first"
-        for other, d in delta.items():
-            if other == pair:
-                continue  # "a a a": the overlapping "a a" is gone with the merged pair
-            where = made_in.get(other)
-            if where is None and not d:
-                continue
-            first_seen.pop(other, None)
-            count = counts.get(other, 0) + d
-            if count:
-                counts[other] = count
-            else:
-                counts.pop(other, None)
-            if where is not None:  # a pair with z: new, or made again (then it may come earlier)
-                if other in words_with:
-                    where = sorted({*self.word_ids(other), *where})
-                words_with[other] = where
-                if count:
-                    heappush(heap, (-count, self._lexicographic_key(other) if lexicographic else 0, other))
+        for key, (n, ids) in renamed.items():
+            if key in words_with:
+                ids |= set(self.word_ids(key))
+            words_with[key] = sorted(ids)
+            self.repeats.discard(key)
+            self.first_seen.pop(key, None)
+            count = counts[key] = counts.get(key, 0) + n
+            heappush(self.heap, (-count, self._lexicographic_key(key) if lexicographic else 0, key))
 
     def merged_pair(self, pair: str) -> Pair:
         symbol = self.alphabet.symbol
@@ -372,10 +416,14 @@ def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",
 
 
 def train_bpe_on_text(text: str, num_merges: int, mode: str = "char", tie: str = "first",
-                      verbose: bool = False) -> list[Pair]:
-    """Count the words of ``text`` (both cores for long texts), then ``train_bpe``.
+                      verbose: bool = False, parallel_count: bool = False) -> list[Pair]:
+    """Count the words of ``text``, then ``train_bpe``.
 
-    ``("low low lower", 1) -> [("l", "o")]``
+    ``parallel_count`` counts whitespace words on two cores (a forked process; avoid it in
+    programs that run threads). ``("low low lower", 1) -> [("l", "o")]``
     """
-    word_counts = count_words_parallel(text) if mode == "char" else count_pretokens(text)
+    if mode == "char":
+        word_counts = count_words_parallel(text) if parallel_count else count_words(text)
+    else:
+        word_counts = count_pretokens(text)
     return train_bpe(word_counts, num_merges, mode, tie, verbose)

@@ -50,8 +50,11 @@ def count_pretokens(text: str) -> dict[str, int]:
     return dict(Counter(pretokenize_gpt2(text)))
 
 
-def _count_words_of(text: str) -> Counter:
-    return Counter(text.split())
+_TEXT_FOR_CHILD = ""  # set just before forking: the child reads it without a copy through a pipe
+
+
+def _count_words_from(start: int) -> Counter:
+    return Counter(_TEXT_FOR_CHILD[start:].split())
 
 
 def _whitespace_cut(text: str) -> int:
@@ -72,12 +75,16 @@ def count_words_parallel(text: str) -> dict[str, int]:
 
     ``"b a b" -> {"b": 2, "a": 1}``
     """
+    global _TEXT_FOR_CHILD
     if len(text) < PARALLEL_MIN_CHARS or "fork" not in multiprocessing.get_all_start_methods():
         return count_words(text)
     cut = _whitespace_cut(text)
-    context = multiprocessing.get_context("fork")
-    with context.Pool(1) as pool:
-        second_half = pool.apply_async(_count_words_of, (text[cut:],))
-        counts = _count_words_of(text[:cut])
-        counts.update(second_half.get())  # new words are appended: first-occurrence order kept
+    _TEXT_FOR_CHILD = text
+    try:
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            second_half = pool.apply_async(_count_words_from, (cut,))
+            counts = Counter(text[:cut].split())
+            counts.update(second_half.get())  # new words are appended: first-occurrence order kept
+    finally:
+        _TEXT_FOR_CHILD = ""
     return dict(counts)
