@@ -24,7 +24,7 @@ examples: notebooks
 
 demo: examples
 	rm -rf $(OUT)
-	$(PY) -m autograder grade examples/submissions --out $(OUT) --workers 2
+	$(PY) -m autograder grade examples/submissions --out $(OUT)
 
 test: setup
 	$(PY) -m pytest

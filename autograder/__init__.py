@@ -10,10 +10,16 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# nbformat's validator loads jsonschema, which imports the optional rfc3987_syntax (a URI
+# grammar, 1.6 CPU-s at every start) only to check "uri" formats no notebook uses. Measured in
+# benchmarks/profile_grading.md; an absent module makes jsonschema skip that check.
+import sys as _sys
+
+_sys.modules.setdefault("rfc3987_syntax", None)
+
 # nbgrader creates a new gradebook by running `alembic` as a subprocess: the virtual
 # environment's bin/ must be on PATH even when Python was started by its full path.
 import os as _os
-import sys as _sys
 
 _bin = str(Path(_sys.executable).parent)
 if _bin not in _os.environ.get("PATH", "").split(_os.pathsep):

@@ -44,8 +44,9 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(handle.name, path)
 
 
-def plan(submissions_dir: Path) -> tuple[list[tuple[Path, str]], list[dict]]:
-    """Files to grade, and rows for files that lose to another file of the same student and lab.
+def plan(submissions_dir: Path) -> tuple[list[tuple[Path, str]], list[dict], list[str]]:
+    """Files to grade, rows for files that lose to another file of the same student and lab,
+    and the labs the files belong to.
 
     Two files for one student and one lab: the one whose name sorts last is graded (LMS
     exports add ``-1``, ``-2``... or a later timestamp to resubmissions); the others get a
@@ -64,7 +65,8 @@ def plan(submissions_dir: Path) -> tuple[list[tuple[Path, str]], list[dict]]:
             duplicates.append({"student_id": student, "file": str(loser), "lab": lab_id, "status": DUPLICATE,
                                "message": f"another file of this student for this lab was graded instead: {paths[-1].name}",
                                "score": None, "max_score": None, "parts": {}, "integrity": [], "cells": [], "seconds": 0.0})
-    return sorted(to_grade), duplicates
+    lab_ids = sorted({lab_id for _, lab_id in by_key if not lab_id.startswith("?")})
+    return sorted(to_grade), duplicates, lab_ids
 
 
 def _run_local(jobs, settings: Settings, workers: int):
@@ -93,11 +95,11 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     submissions_dir, out_dir = Path(submissions_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     db_path = Path(db_path or out_dir / "gradebook.db")
-    gradebook.prepare(db_path)
     sources = lab_sources_digest()
     settings = Settings(settings.limits, settings.data_dir, settings.part_seconds,
                         tuple(settings.denied) + (submissions_dir.resolve(), out_dir.resolve(), db_path.resolve()))
-    jobs, results = plan(submissions_dir)
+    jobs, results, lab_ids = plan(submissions_dir)
+    gradebook.prepare(db_path, lab_ids)
     pending = []
     for path, student in jobs:
         saved = result_path(out_dir, path, submissions_dir)

@@ -48,7 +48,7 @@ def release_notebook(lab: Lab, db_path: Path) -> nbformat.NotebookNode:
 
 def register_labs(db_path: Path, labs: list[Lab] | None = None) -> None:
     """Make sure every lab and its graded cells are in the gradebook (idempotent)."""
-    for lab in labs or all_labs().values():
+    for lab in all_labs().values() if labs is None else labs:
         release_notebook(lab, db_path)
 
 

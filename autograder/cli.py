@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
                                            "underscore) or an nbgrader submitted/<student>/<lab>/ tree")
     grade.add_argument("--out", required=True, help="folder for grades.csv, feedback/, class_report.md, results/")
     grade.add_argument("--db", type=Path, help="nbgrader gradebook (SQLite file); default OUT/gradebook.db")
-    grade.add_argument("--workers", type=int, default=1, help="notebooks graded at once on this machine")
+    grade.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
+                       help="notebooks graded at once on this machine (default: twice the cores, as about a "
+                            "quarter of grading is waiting; see benchmarks/profile_grading.md)")
     grade.add_argument("--scheduler", help="grade on a Dask cluster: the scheduler's address (tcp://host:8786)")
     grade.add_argument("--data-dir", default=os.environ.get("BPE_LABS_DATA", str(REPO_ROOT / "data" / "standins")),
                        help="corpora the notebooks load (default: $BPE_LABS_DATA, else the stand-ins in data/standins)")

@@ -47,7 +47,7 @@ def find_submissions(folder: Path) -> list[tuple[Path, str]]:
     folder = Path(folder)
     found = []
     for path in sorted(folder.rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in path.parts:
+        if ".ipynb_checkpoints" in path.parts or not path.is_file():
             continue
         relative = path.relative_to(folder)
         if len(relative.parts) == 3:
@@ -64,7 +64,8 @@ def _normalized(source: str) -> str:
 def recognise_lab(nb: nbformat.NotebookNode) -> str | None:
     """The lab of a notebook: its metadata if it names a known lab, else the best match of content."""
     labs = all_labs()
-    named = (nb.metadata.get("bpe_labs") or {}).get("lab")
+    meta = nb.metadata.get("bpe_labs")
+    named = meta.get("lab") if isinstance(meta, dict) else None  # a tool may have written anything here
     if named in labs:
         return named
     sources = {_normalized(cell.source) for cell in nb.cells}
@@ -84,8 +85,10 @@ def read_submission(path: Path, student_id: str) -> Submission:
     if not raw.strip():
         sub.status, sub.message = EMPTY, "the file is empty"
         return sub
+    # Windows tools (PowerShell's Out-File, Notepad's "Unicode") save UTF-16 with a byte-order mark.
+    encoding = "utf-16" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        data = json.loads(raw.decode(encoding))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         sub.status, sub.message = INVALID_JSON, f"the file is not valid JSON ({error}); was it saved or downloaded completely?"
         return sub
@@ -100,11 +103,15 @@ def read_submission(path: Path, student_id: str) -> Submission:
         return sub
     if major != 4:
         sub.notes.append(f"converted from nbformat {major} to nbformat 4")
-    for cell in nb.cells:  # editors disagree on these; missing ones are harmless for grading
-        cell.setdefault("metadata", {})
-        cell.setdefault("source", "")
-        if isinstance(cell.source, list):
-            cell.source = "".join(cell.source)
+    for cell in nb.cells:  # editors disagree on these; missing or odd ones are harmless for grading
+        if not isinstance(cell.get("metadata"), dict):
+            cell["metadata"] = nbformat.NotebookNode()
+        if "nbgrader" in cell.metadata and not isinstance(cell.metadata["nbgrader"], dict):
+            del cell.metadata["nbgrader"]
+        source = cell.get("source")
+        if isinstance(source, list):
+            source = "".join(line for line in source if isinstance(line, str))
+        cell["source"] = source if isinstance(source, str) else ""  # "source": null from some tools
     sub.notebook = nb
     sub.lab_id = recognise_lab(nb)
     if sub.lab_id is None:

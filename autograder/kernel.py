@@ -14,6 +14,7 @@ import queue
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,9 @@ from autograder import REPO_ROOT, codec
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
 KERNEL_NAME = "bpe-labs-sandbox"
 CODEC_MODULE = "_bpe_labs_codec"
+# Read once: every kernel of a run must speak the same protocol as this process, even if the
+# file is edited while a batch is running.
+CODEC_SOURCE = inspect.getsource(codec)
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,7 @@ class KernelSession:
         launcher = self._private / "launch_kernel.py"
         shutil.copy(LAUNCHER, launcher)
         (spec_dir / "kernel.json").write_text(json.dumps({
-            "argv": [sys.executable, str(launcher), "-f", "{connection_file}",
-                     "--HistoryManager.enabled=False", "--IPKernelApp.matplotlib=None"],
+            "argv": [sys.executable, str(launcher), "-f", "{connection_file}", "--HistoryManager.enabled=False"],
             "display_name": "BPE Labs grading sandbox", "language": "python"}))
         self._specs = KernelSpecManager(kernel_dirs=[str(self._private / "kernels")])
         self._link_course_data()
@@ -89,12 +92,19 @@ class KernelSession:
         return self
 
     def __exit__(self, *exc) -> None:
+        # Shutting a kernel down is mostly waiting for it to exit: let a thread do it while the
+        # worker goes on to the next notebook. Not a daemon, so that no kernel outlives the
+        # process (interpreter exit, and multiprocessing's workers, join such threads).
+        threading.Thread(target=self._shut_down, args=(self.km, self.kc, self._private), daemon=False).start()
+
+    @staticmethod
+    def _shut_down(km, kc, private: Path) -> None:
         try:
-            self.kc.stop_channels()
-            self.km.shutdown_kernel(now=True)
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
         except Exception:
             pass
-        shutil.rmtree(self._private, ignore_errors=True)
+        shutil.rmtree(private, ignore_errors=True)
 
     def _environment(self) -> dict[str, str]:
         home = str(self.workdir)
@@ -132,9 +142,8 @@ class KernelSession:
         self._install_codec()
 
     def _install_codec(self) -> None:
-        source = inspect.getsource(codec)
         code = (f"import sys as _s, types as _t\n_m = _t.ModuleType({CODEC_MODULE!r})\n"
-                f"exec({source!r}, _m.__dict__)\n_s.modules[{CODEC_MODULE!r}] = _m\ndel _s, _t, _m\n")
+                f"exec({CODEC_SOURCE!r}, _m.__dict__)\n_s.modules[{CODEC_MODULE!r}] = _m\ndel _s, _t, _m\n")
         self._execute(code, timeout=30, silent=True)
 
     def restart(self) -> None:

@@ -11,17 +11,21 @@ then times each whole command, wall clock, process start included:
 
 It prints a table (tool, workers, seconds, notebooks/min, throughput ratio against nbgrader) and
 whether our per-part scores are the same for every worker count and the same as nbgrader's
-totals. It reports, it never asserts timings: the machine may be shared, so it prints the load.
+totals. It also prints the CPU seconds each command used (its processes and kernels together),
+which depend far less than wall time on what else runs on the machine. It reports, it never asserts timings: the machine may be shared, so it prints the load.
 The issue's target is at least 3x nbgrader's throughput on a 2-core machine.
 
     .venv/bin/python benchmarks/bench_grading.py                    # 50 notebooks, workers 1 2 4
     .venv/bin/python benchmarks/bench_grading.py --count 10 --workers 2 --skip-nbgrader
+    .venv/bin/python benchmarks/bench_grading.py --workers 2 4 --also /tmp/patched_grader.py
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -75,16 +79,24 @@ def make_course(course: Path, count: int) -> dict[str, str]:
     return assigned
 
 
-def timed(command: list[str], cwd: Path, log: Path) -> float:
-    """Wall-clock seconds of ``command``; its output goes to ``log`` (shown if it fails)."""
-    started = time.perf_counter()
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str], cwd: Path, log: Path) -> tuple[float, float]:
+    """Wall-clock seconds of ``command`` and the CPU seconds it and its processes (kernels
+    included) used; its output goes to ``log`` (shown if it fails).
+
+    CPU seconds barely depend on what else runs on the machine; wall seconds do."""
+    cpu_before, started = children_cpu(), time.perf_counter()
     with open(log, "w") as out:
         done = subprocess.run(command, cwd=cwd, env=environment(), stdout=out, stderr=subprocess.STDOUT)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, children_cpu() - cpu_before
     if done.returncode != 0:
         sys.exit(f"{' '.join(command)} failed ({done.returncode}); last lines of {log}:\n"
                  + "\n".join(log.read_text().splitlines()[-30:]))
-    return seconds
+    return seconds, cpu
 
 
 def nbgrader_scores(course: Path) -> dict[str, float]:
@@ -103,6 +115,15 @@ def our_scores(out: Path) -> dict[str, tuple]:
     return {row["student_id"]: (row["status"], row["score"], tuple((p, row[p]) for p in parts)) for row in rows}
 
 
+def sources_fingerprint() -> str:
+    """Changes when the grader, a lab or a released notebook changes (others may edit the checkout)."""
+    digest = hashlib.sha256()
+    for pattern in ("autograder/**/*.py", "solutions/*.ipynb", "notebooks/*.ipynb"):
+        for path in sorted(REPO.glob(pattern)):
+            digest.update(str(path).encode() + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def load_average() -> str:
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} cores"
@@ -113,45 +134,55 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=50, help="number of submissions (default 50)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker counts for our grader (default 1 2 4)")
     parser.add_argument("--skip-nbgrader", action="store_true", help="time only our grader (no ratio then)")
+    parser.add_argument("--also", type=Path, metavar="SCRIPT",
+                        help="also time `python SCRIPT grade ...` (a patched grader: to measure a proposal before it lands)")
     parser.add_argument("--keep", type=Path, help="build the course here and keep it (default: a temporary folder)")
     args = parser.parse_args(argv)
 
     scratch = Path(tempfile.mkdtemp(prefix="bench-grading-")) if args.keep is None else args.keep.resolve()
     course = scratch / "course"
     try:
+        fingerprint = sources_fingerprint()
         assigned = make_course(course, args.count)
         print(f"{args.count} submissions of {LAB} in {course} ({len(set(assigned.values()))} cases); {load_average()}")
-        rows = []  # (tool, workers, seconds)
+        rows = []  # (tool, workers, (wall seconds, cpu seconds))
         if not args.skip_nbgrader:
             nbgrader = [str(Path(sys.executable).parent / "nbgrader")]
             timed(nbgrader + ["generate_assignment", LAB], course, scratch / "generate_assignment.log")
             print(f"  nbgrader autograde ... ({load_average()})", flush=True)
             rows.append(("nbgrader autograde", 1, timed(nbgrader + ["autograde", LAB], course, scratch / "nbgrader.log")))
         ours = {}
-        for workers in args.workers:
-            out = scratch / f"out-w{workers}"
-            print(f"  autograder --workers {workers} ... ({load_average()})", flush=True)
-            command = [sys.executable, "-m", "autograder", "grade", str(course / "submitted"), "--out", str(out),
-                       "--workers", str(workers), "--quiet"]
-            rows.append(("autograder", workers, timed(command, REPO, scratch / f"autograder-w{workers}.log")))
-            ours[workers] = our_scores(out)
+        graders = [("autograder", ["-m", "autograder"])] + ([(args.also.stem, [str(args.also.resolve())])] if args.also else [])
+        for tool, program in graders:
+            for workers in args.workers:
+                out = scratch / f"out-{tool}-w{workers}"
+                print(f"  {tool} --workers {workers} ... ({load_average()})", flush=True)
+                command = [sys.executable, *program, "grade", str(course / "submitted"), "--out", str(out),
+                           "--workers", str(workers), "--quiet"]
+                rows.append((tool, workers, timed(command, REPO, scratch / f"{tool}-w{workers}.log")))
+                ours[(tool, workers)] = our_scores(out)
 
-        baseline = rows[0][2] if not args.skip_nbgrader else None
-        print(f"\n{'tool':20s} {'workers':>7s} {'seconds':>8s} {'notebooks/min':>14s} {'vs nbgrader':>12s}")
-        for tool, workers, seconds in rows:
+        baseline = rows[0][2][0] if not args.skip_nbgrader else None
+        print(f"\n{'tool':20s} {'workers':>7s} {'seconds':>8s} {'notebooks/min':>14s} {'vs nbgrader':>12s} "
+              f"{'cpu s':>7s} {'cpu s/nb':>9s}")
+        for tool, workers, (seconds, cpu) in rows:
             ratio = f"{baseline / seconds:.2f}x" if baseline else "-"
-            print(f"{tool:20s} {workers:7d} {seconds:8.1f} {60 * args.count / seconds:14.1f} {ratio:>12s}")
+            print(f"{tool:20s} {workers:7d} {seconds:8.1f} {60 * args.count / seconds:14.1f} {ratio:>12s} "
+                  f"{cpu:7.1f} {cpu / args.count:9.2f}")
         print(f"after the runs: {load_average()}; target: >= {TARGET_RATIO:g}x nbgrader's throughput")
+        if sources_fingerprint() != fingerprint:
+            print("WARNING: the grader's or the labs' sources changed during the runs: the rows mix versions")
 
         if ours:
             first, *others = ours.values()
             same = all(other == first for other in others)
-            print(f"our scores identical across worker counts {sorted(ours)}: {'yes' if same else 'NO'}")
+            runs = ", ".join(f"{tool} -w {workers}" for tool, workers in ours)
+            print(f"our scores (status, total, each part) identical across runs [{runs}]: {'yes' if same else 'NO'}")
             if not same:
-                for workers, scores in ours.items():
+                for (tool, workers), scores in ours.items():
                     differing = sorted(s for s in scores if scores[s] != first.get(s))
                     if differing:
-                        print(f"  workers={workers} differs for {', '.join(differing)}")
+                        print(f"  {tool} --workers {workers} differs for {', '.join(differing)}")
             if not args.skip_nbgrader:
                 theirs = nbgrader_scores(course)
                 mismatched = sorted(s for s in assigned if float(first[s][1] or "nan") != theirs.get(s))
