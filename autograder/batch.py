@@ -106,6 +106,7 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
         if saved.exists():
             previous = json.loads(saved.read_text(encoding="utf-8"))
             if previous.get("sha256") == read_submission(path, student).sha256 and previous.get("sources") == sources:
+                gradebook.record(db_path, previous)  # idempotent: a run stopped right after the file was written
                 results.append(previous)
                 continue
         pending.append((path, student))
@@ -115,8 +116,8 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
         bar.write(f"resuming: {len(jobs) - len(pending)} results already in {out_dir / 'results'}")
     for result in runner:
         result["sources"] = sources
+        gradebook.record(db_path, result)  # first: a result file means "recorded", so resume may trust it
         _write_atomically(result_path(out_dir, Path(result["file"]), submissions_dir), json.dumps(result, indent=1))
-        gradebook.record(db_path, result)
         results.append(result)
         bar.set_postfix_str(f"{result['student_id']}: {result['status']} in {result['seconds']:.1f}s")
         bar.update()

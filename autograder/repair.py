@@ -28,7 +28,7 @@ GRADING_SKIP = "grading-skip"
 class Step:
     """One code cell of the program to grade."""
 
-    kind: str  # given | answer | added
+    kind: str  # given | answer | added | check (a part's test cell: grade that part here)
     source: str
     cell_id: str  # the release's id or grade_id; for added cells the submission's position
     part_of: str | None = None  # for answers: the grade_id of the answer cell
@@ -191,8 +191,11 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
                 note("type_changed", cell_id, "the cell had been switched to markdown; it was run as code")
             if role == "given" and GRADING_SKIP not in cell.get("metadata", {}).get("tags", []):
                 program.append(Step("given", cell.source, cell_id))
-            else:
+            elif role == "test":
+                # Each part is graded where its test cell stands, as nbgrader does: a later cell
+                # that redefines a function does not change what this part sees.
                 checks[cell_id] = cell.source
+                program.append(Step("check", cell.source, cell_id))
         for s_added in added_after.get(r, []):
             program.append(Step("added", cells[s_added].source, f"added cell {s_added + 1}"))
             note("added", f"cell {s_added + 1}", "a code cell the release does not have; it was run where it stood")
