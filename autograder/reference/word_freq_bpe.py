@@ -25,6 +25,8 @@ from collections import Counter
 
 import yaml
 
+from autograder.reference.char_bpe import merge_pair_in_word
+
 END_OF_WORD = "</w>"
 FRONT_MATTER_DELIMITER = "---"
 FRONT_MATTER_FIELDS = ("title", "author", "publisher", "tags", "summary")
@@ -146,16 +148,7 @@ def learn_bpe(word_freqs: dict[str, int], num_merges: int) -> tuple[list[Pair], 
 def apply_merges(symbols: list[str], merges: list[Pair]) -> list[str]:
     """Apply merges in the order learned: ``(["a", "b", "c"], [("b", "c")]) -> ["a", "bc"]``."""
     for pair in merges:
-        merged: list[str] = []
-        i = 0
-        while i < len(symbols):
-            if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
-                merged.append(symbols[i] + symbols[i + 1])
-                i += 2
-            else:
-                merged.append(symbols[i])
-                i += 1
-        symbols = merged
+        symbols = merge_pair_in_word(symbols, pair)
     return symbols
 
 
