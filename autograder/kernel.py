@@ -136,7 +136,10 @@ class KernelSession:
         # A new manager each time: shutting a kernel down terminates its manager's ZMQ context.
         self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=self._specs,
                                 connection_file=str(self._private / f"kernel-{self.restarts}.json"))
-        self.km.start_kernel(cwd=str(self.workdir), env=self._environment())
+        # The kernel process's own output (ipykernel's start-up warnings) goes to a log beside it;
+        # what the notebook prints travels on the output channel as usual.
+        with open(self._private / "kernel.log", "ab") as log:
+            self.km.start_kernel(cwd=str(self.workdir), env=self._environment(), stdout=log, stderr=log)
         self.kc = self.km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)

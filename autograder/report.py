@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 import pandas as pd  # noqa: E402
 from jinja2 import Environment  # noqa: E402
 
@@ -92,10 +93,13 @@ def class_report(results: list[dict], out_dir: Path) -> Path:
         mine = [r for r in graded if r["lab"] == lab_id]
         scores = [r["score"] for r in mine]
         axes[row][0].hist(scores, bins=range(0, int(lab.max_score) + 2), color="#4c72b0", edgecolor="white", align="left")
-        axes[row][0].set(title=f"{lab.title}: total score", xlabel=f"score (of {lab.max_score:g})", ylabel="students")
+        axes[row][0].set(xlabel=f"score (of {lab.max_score:g})", ylabel="students")
+        axes[row][0].set_title(f"{lab.title}\ntotal score", fontsize=10)
+        axes[row][0].yaxis.set_major_locator(MaxNLocator(integer=True))
         share = [sum(r["parts"][p.part_id]["score"] >= p.points for r in mine) / len(mine) for p in lab.parts]
         axes[row][1].bar([p.part_id for p in lab.parts], share, color="#55a868")
-        axes[row][1].set(title=f"{lab.title}: share of students with full marks", ylim=(0, 1))
+        axes[row][1].set(ylim=(0, 1), ylabel="share of students")
+        axes[row][1].set_title(f"{lab.lab_id}: full marks, per part", fontsize=10)
         axes[row][1].tick_params(axis="x", rotation=30)
         lines += [f"## {lab.title} ({len(mine)} graded, mean {sum(scores) / len(scores):.2f} / {lab.max_score:g})", "",
                   "| part | full marks | missed by |", "|---|---|---|"]
