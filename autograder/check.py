@@ -67,6 +67,12 @@ class StudentFunction:
             raise PartTimeUp()
         return self.session.call(self.__name__, *args, **kwargs)
 
+    def call_each(self, argument_lists: list) -> list:
+        """Many calls in one round trip: see ``autograder.hidden.call_each``."""
+        if time.monotonic() > self.deadline:
+            raise PartTimeUp()
+        return self.session.call_each(self.__name__, argument_lists)
+
 
 def run_part(session: KernelSession, part: Part, seconds: float = 60.0) -> PartResult:
     """Score one part: full points when every hidden check passes, else zero and why."""

@@ -103,16 +103,12 @@ def decode(tagged):
     return Unsupported(tagged[1], tagged[2])
 
 
-def call_in_namespace(namespace, name, payload):
-    """Kernel side: call ``namespace[name]`` with the encoded ``[args, kwargs]``; the outcome as JSON text.
-
-    ``["returned", <encoded value>]`` or ``["raised", <exception class>, <is built-in>, <message>]``.
-    """
+def _outcome(function, args, kwargs):
+    """``["returned", <encoded value>]`` or ``["raised", <exception class>, <is built-in>, <message>]``."""
     import builtins
 
-    args, kwargs = decode(json.loads(payload))
     try:
-        result = namespace[name](*args, **kwargs)
+        result = function(*args, **kwargs)
     except Exception as error:
         kind = type(error)
         builtin = getattr(builtins, kind.__name__, None) is kind
@@ -120,8 +116,25 @@ def call_in_namespace(namespace, name, payload):
             message = str(error)[:500]
         except Exception:
             message = "?"
-        return json.dumps(["raised", kind.__name__, builtin, message])
-    return json.dumps(["returned", encode(result)])
+        return ["raised", kind.__name__, builtin, message]
+    return ["returned", encode(result)]
+
+
+def call_in_namespace(namespace, name, payload):
+    """Kernel side: call ``namespace[name]`` with the encoded ``[args, kwargs]``; its outcome as JSON text."""
+    args, kwargs = decode(json.loads(payload))
+    return json.dumps(_outcome(namespace[name], args, kwargs))
+
+
+def call_each_in_namespace(namespace, name, payload):
+    """Kernel side: call ``namespace[name]`` once per encoded argument list, as a loop would, stopping
+    at the first exception; the outcomes as JSON text."""
+    outcomes = []
+    for args in decode(json.loads(payload)):
+        outcomes.append(_outcome(namespace[name], args, {}))
+        if outcomes[-1][0] == "raised":
+            break
+    return json.dumps(outcomes)
 
 
 def describe(namespace, name):

@@ -284,6 +284,19 @@ class KernelSession:
         payload = json.dumps(codec.encode([list(args), kwargs]))
         outcome = json.loads(self._evaluate(self._codec("call_in_namespace", name, payload),
                                             timeout=self.limits.call_seconds))
+        return self._result(name, outcome)
+
+    def call_each(self, name: str, argument_lists: list) -> list:
+        """``[name(*args) for args in argument_lists]`` in one round trip; the whole batch has one
+        call's time limit. Raises like the loop would, at the first call that raised."""
+        self.sent_arguments.extend(argument_lists)
+        payload = json.dumps(codec.encode([list(args) for args in argument_lists]))
+        outcomes = json.loads(self._evaluate(self._codec("call_each_in_namespace", name, payload),
+                                             timeout=self.limits.call_seconds))
+        return [self._result(name, outcome) for outcome in outcomes]
+
+    @staticmethod
+    def _result(name: str, outcome: list):
         if outcome[0] == "returned":
             return codec.decode(outcome[1])
         _, class_name, builtin, message = outcome

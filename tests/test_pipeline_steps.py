@@ -114,3 +114,16 @@ def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
         assert denied.status == "error" and "PermissionError" in denied.error
         assert "PermissionError" in session.run_cell("import subprocess; subprocess.run(['true'])").error
         assert session.run_cell("import os; print(os.environ.get('NBGRADER_EXECUTION'))", capture=True).stdout.strip() == "None"
+
+
+def test_call_each_is_the_loop_in_one_round_trip(tmp_path):
+    from autograder.check import StudentFunction
+    from autograder.hidden import call_each
+
+    with KernelSession(tmp_path / "work", Limits(call_seconds=5)) as session:
+        session.run_cell("def halve(n):\n    if n == 3:\n        raise ValueError('three')\n    return (n // 2, [n])")
+        proxy = StudentFunction(session, "halve", deadline=float("inf"))
+        assert call_each(proxy, [(4,), (7,)]) == [proxy(4), proxy(7)] == [(2, [4]), (3, [7])]
+        with pytest.raises(ValueError, match="three"):
+            call_each(proxy, [(4,), (3,), (8,)])
+    assert call_each(abs, [(-2,), (3,)]) == [2, 3], "outside the grader it is a plain loop"
