@@ -21,8 +21,9 @@ def _grade(args) -> int:
     results = grade_folder(Path(args.submissions), Path(args.out), settings, workers=args.workers,
                            scheduler=args.scheduler, db_path=args.db, progress=not args.quiet)
     table = grades_table(results)
-    shown = table.drop(columns=["file", "integrity", "error"]).dropna(axis=1, how="all")
-    print(shown.to_string(index=False))
+    for lab_id, rows in table.groupby(table["lab"].fillna("(no lab)"), sort=False):
+        shown = rows.drop(columns=["lab", "file", "integrity"]).dropna(axis=1, how="all")
+        print(f"\n{lab_id}\n{shown.to_string(index=False)}")
     print(f"\n{len(results)} files: grades in {Path(args.out) / 'grades.csv'}, feedback in {Path(args.out) / 'feedback'}, "
           f"class report in {Path(args.out) / 'class_report.md'}")
     return 0
