@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from autograder import gradebook, report
 from autograder.grade import Settings, grade_file
-from autograder.intake import DUPLICATE, find_submissions, read_submission
+from autograder.intake import DUPLICATE, file_sha256, find_submissions, read_submission
 from autograder.labs import all_labs
 
 
@@ -105,7 +105,7 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
         saved = result_path(out_dir, path, submissions_dir)
         if saved.exists():
             previous = json.loads(saved.read_text(encoding="utf-8"))
-            if previous.get("sha256") == read_submission(path, student).sha256 and previous.get("sources") == sources:
+            if previous.get("sha256") == file_sha256(path) and previous.get("sources") == sources:
                 gradebook.record(db_path, previous)  # idempotent: a run stopped right after the file was written
                 results.append(previous)
                 continue

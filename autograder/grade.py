@@ -16,8 +16,8 @@ from autograder import REPO_ROOT
 from autograder.check import run_part
 from autograder.intake import read_submission
 from autograder.kernel import KernelSession, Limits
-from autograder.labs import get_lab
-from autograder.repair import release_cells, repair
+from autograder.labs import get_lab, release_cells
+from autograder.repair import repair
 
 DEFAULT_DATA_DIR = REPO_ROOT / "data" / "standins"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.labs import Lab, all_labs, nbgrader_meta
+from autograder.labs import all_labs, nbgrader_meta, release_cells
 
 # Statuses of a row that could not be graded; "graded" otherwise.
 EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, DUPLICATE = "empty_file", "invalid_json", "not_a_notebook", "unknown_lab", "duplicate"
@@ -71,7 +71,7 @@ def recognise_lab(nb: nbformat.NotebookNode) -> str | None:
     sources = {_normalized(cell.source) for cell in nb.cells}
     best, best_share = None, 0.0
     for lab in labs.values():
-        given = [_normalized(c.source) for c in lab.release_notebook().cells
+        given = [_normalized(c.source) for c in release_cells(lab.lab_id)
                  if nbgrader_meta(c).get("locked") and not nbgrader_meta(c).get("grade") and c.source.strip()]
         share = sum(s in sources for s in given) / max(len(given), 1)
         if share > best_share:
@@ -79,9 +79,18 @@ def recognise_lab(nb: nbformat.NotebookNode) -> str | None:
     return best if best_share >= 0.5 else None
 
 
+def _sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """The content hash a submission is known by (what resume compares), without parsing it."""
+    return _sha256(Path(path).read_bytes())
+
+
 def read_submission(path: Path, student_id: str) -> Submission:
     raw = Path(path).read_bytes()
-    sub = Submission(Path(path), student_id, hashlib.sha256(raw).hexdigest())
+    sub = Submission(Path(path), student_id, _sha256(raw))
     if not raw.strip():
         sub.status, sub.message = EMPTY, "the file is empty"
         return sub

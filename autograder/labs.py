@@ -85,3 +85,9 @@ def get_lab(lab_id: str) -> Lab:
         return all_labs()[lab_id]
     except KeyError:
         raise KeyError(f"no lab {lab_id!r}; known labs: {', '.join(all_labs())}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def release_cells(lab_id: str) -> tuple:
+    """The cells of the released student notebook, read once per process."""
+    return tuple(get_lab(lab_id).release_notebook().cells)

@@ -11,13 +11,12 @@ submission yields an empty report.
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from dataclasses import dataclass, field
 
 import nbformat
 
-from autograder.labs import Lab, get_lab, nbgrader_meta
+from autograder.labs import Lab, nbgrader_meta, release_cells
 
 # A given cell with this tag only demonstrates (a timing run, a plot of the whole corpus): the
 # grader does not run it, and nothing a graded part needs may be defined in it.
@@ -47,11 +46,6 @@ EDITED_GIVEN_LIKENESS = 0.6
 
 def _norm(source: str) -> str:
     return re.sub(r"\s+", " ", source).strip()
-
-
-@functools.lru_cache(maxsize=None)
-def release_cells(lab_id: str) -> tuple:
-    return tuple(get_lab(lab_id).release_notebook().cells)
 
 
 def _role(cell) -> str:
@@ -155,7 +149,6 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
 
     moved = _out_of_order(matched)
     added_after: dict[int, list[int]] = {}
-    claimed = set(matched.values())
     last_release_before = -1
     inverse = {s: r for r, s in matched.items()}
     for s, cell in enumerate(cells):
