@@ -48,6 +48,6 @@ def test_student_notebooks_carry_lab_metadata_and_colab_badge():
 def test_example_submissions_have_not_drifted():
     for case in load_cases():
         committed = REPO_ROOT / "examples" / "submissions" / f"{case['id']}.ipynb"
-        assert committed.exists(), f"run `python -m autograder examples`"
+        assert committed.exists(), "run `python -m autograder examples`"
         assert json.loads(committed.read_text()) == json.loads(nbformat.writes(make_submission(case))), \
             f"{committed.name} differs from what examples/{case['spec']} makes: run `python -m autograder examples`"

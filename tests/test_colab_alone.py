@@ -1,6 +1,5 @@
 """A student notebook with its answers filled in runs alone, as Colab has it: copied into an empty
 folder, no repository around it, no PYTHONPATH; only the corpus files a student would download."""
-import os
 import shutil
 
 import nbformat

@@ -2,7 +2,6 @@
 import collections
 from pathlib import Path
 
-import nbformat
 import pytest
 from hypothesis import given, strategies as st
 
