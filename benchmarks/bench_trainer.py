@@ -1,4 +1,4 @@
-"""How fast is the course's pure-Python BPE trainer next to Hugging Face ``tokenizers``?
+"""How fast is the course's reference BPE trainer (Python and numpy) next to Hugging Face ``tokenizers``?
 
 A report, not a test: it prints figures and asserts nothing about them.
 
@@ -16,7 +16,7 @@ installed packages, ``docstring_corpus.py``) and for the same number of merges:
   is slower (one thread counts it) and so are lines (per-item overhead). It uses every
   core (``TOKENIZERS_PARALLELISM`` is left alone).
 * ``fast``: ``pretokenize.count_words`` (``--parallel-count``: on two cores) then
-  ``fast_trainer.train_bpe`` with the course's tie rule, in this process.
+  ``fast_trainer.train_bpe`` with the course's tie rule, in this process, on one core.
 
 Both timings start from the text and include counting the words. Neither includes
 making the text.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import textwrap
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -237,6 +238,61 @@ def test_fast_equals_simple_on_a_zipf_corpus(mode, tie):
     assert fast_trainer.train_bpe(counts, 2000, mode, tie) == expected
     assert len(expected) < 2000  # it did stop early
 
+
+
+@settings(max_examples=60, deadline=None)
+@given(word_counts(), st.integers(0, 30), st.sampled_from(TIES),
+       st.sampled_from([2 ** 50, 2 ** 58, 2 ** 70]))
+def test_fast_equals_simple_with_huge_counts(counts, num_merges, tie, scale):
+    """Counts past float64's exact range (2**53) take the int64 path, past 2**63 Python ints."""
+    counts = {word: count * scale + count for word, count in counts.items()}
+    expected = simple_trainer.train_bpe(counts, num_merges, "char", tie)
+    assert fast_trainer.train_bpe(counts, num_merges, "char", tie) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(word_counts(), st.integers(0, 30), st.sampled_from(["char", "byte"]), st.sampled_from(TIES))
+def test_fast_equals_simple_when_the_packed_sort_would_overflow(counts, num_merges, mode, tie):
+    """The initial index falls back to a stable argsort when (pair, position) would not fit an int64."""
+    original = fast_trainer.PACKED_SORT_BELOW
+    fast_trainer.PACKED_SORT_BELOW = 0  # hypothesis and monkeypatch do not mix: restore by hand
+    try:
+        assert fast_trainer.train_bpe(counts, num_merges, mode, tie) == \
+            simple_trainer.train_bpe(counts, num_merges, mode, tie)
+    finally:
+        fast_trainer.PACKED_SORT_BELOW = original
+
+
+def test_more_merges_asked_than_possible():
+    """A billion merges asked: ids stay small (at most one merge per symbol), training stops."""
+    assert fast_trainer.train_bpe({"abab": 3, "ba": 1}, 10 ** 9) == \
+        simple_trainer.train_bpe({"abab": 3, "ba": 1}, 50)
+
+
+# --- fast trainer's building blocks (the worked examples in their docstrings) ----------
+
+def test_corpus_layout_and_initial_index():
+    """``ab`` x2, ``b`` x1 in char mode: a=0, b=1, </w>=2, separators -1 (width 3 + 2 merges)."""
+    trainer = fast_trainer._Trainer({"ab": 2, "b": 1}, "char", "first", 2)
+    assert trainer.symbols.tolist() == [0, 1, 2, -1, 1, 2, -1]
+    assert trainer.weight.tolist() == [2, 2, 2, 2, 1, 1, 1]
+    width = trainer.width
+    assert trainer.pair_counts == {0 * width + 1: 2, 1 * width + 2: 3}
+    assert trainer.live_places(1 * width + 2).tolist() == [1, 4]
+    assert trainer.merged_pair(trainer.best_pair()) == ("b", "</w>")
+
+
+def test_every_other_place_in_a_run_of_the_same_symbol():
+    """Places of (a, a) at 0, 1, 2, 3 (``a a a a a``) and 7: left to right takes 0, 2 and 7."""
+    next_pos = np.arange(1, 11)
+    assert fast_trainer._every_other_in_runs(np.array([0, 1, 2, 3, 7]), next_pos).tolist() == [0, 2, 7]
+    assert fast_trainer._every_other_in_runs(np.array([0, 2, 4]), next_pos).tolist() == [0, 2, 4]
+
+
+def test_places_picked_out_by_neighbour():
+    places = fast_trainer._Places(np.array([3, 8, 9]), np.array([7, 5, 7]))
+    assert places.of(7).tolist() == [3, 9]
+    assert places.of(4).tolist() == []
 
 # --- benchmark helpers --------------------------------------------------------------
 

@@ -1,33 +1,27 @@
-"""A fast BPE trainer in pure Python, merge for merge the same as ``simple_trainer``.
+"""A fast BPE trainer, merge for merge the same as ``simple_trainer``.
 
 ``simple_trainer`` recounts every pair of every word after each merge. Almost all of that
-work is wasted: a merge of ``(a, b)`` only changes the words that contain ``a b``, and in
-those only the pairs touching each merged spot. This trainer keeps
+work is wasted: merging ``(a, b)`` changes only the places where ``a b`` occurs, and there
+only the pairs on either side. This trainer touches nothing else, and it does the work
+for all the places of one merge at once with numpy, so that Python runs a few dozen
+steps per merge however many places there are.
 
-* ``pair_counts``: the weighted count of every pair, updated by differences only;
-* ``words_with``: for every pair, the sorted ids of the words that may contain it (stale
-  ids are harmless: they are skipped at C speed);
-* a heap of ``(-count, first-occurrence lower bound, pair)`` with lazy invalidation: an
-  entry whose count went down is pushed again with the right count when it reaches the top.
+* ``symbols``: one int array holding every distinct word once, in corpus order, each
+  followed by a separator (-1). A symbol is an id; ``strings[id]`` is its text.
+* Merging at position ``p`` joins ``p`` and ``next_pos[p]`` into ``p``; the right one is
+  marked merged-away (-2). ``next_pos``/``prev_pos`` link the live positions, so a
+  position keeps its number for good: the left end of the symbol that starts there.
+* ``places``: for every pair, the positions where it may occur. Positions that no longer
+  hold the pair are harmless; they are filtered out when the pair is used.
+* ``pair_counts``: the weighted count of every pair, updated by differences only.
+* a heap of ``(-count, tie key, pair)`` with lazy invalidation: an entry whose count went
+  down is pushed again with the right count when it reaches the top.
 
-Speed comes from doing the per-word work with ``str`` methods, which run in C. Every
-symbol is one character of a private alphabet (a merged symbol gets a fresh character),
-so a word is a ``str``, and merging ``a b`` in all the words that contain it is one
-``SEP.join(words).replace(a + b, z)``: exactly "left to right, never overlapping".
-``joined.split(z)`` then gives the neighbour on each side of every merged spot; only the
-few distinct neighbours are handled in Python. Word ids go by decreasing count, so the
-spots of words counted once or twice are counted by ``Counter`` without weights. The word
-ids of a new pair are picked out of the spots only if that pair is ever merged.
-
-Ties (``tie="first"``) need care, because merges remove occurrences: the pair seen first
-in corpus order is the one whose *current* first occurrence ``(word, position)`` comes
-first. An occurrence is keyed by its character offset in the text of distinct words,
-which does not move when symbols around it merge. The heap holds a lower bound of each
-pair's first offset; the exact offset (a scan of the pair's words) is computed only when
-two pairs really tie for the highest count. Bounds stay valid as occurrences disappear; a
-pair that gains occurrences (a new pair, or one with a merged symbol that some earlier
-merge made already, like the text "</w>" becoming the end-of-word symbol) is pushed with
-the bound 0.
+Positions run in corpus order, so the course's tie rule ("the pair seen first") compares
+positions: the winner is the pair whose first live position is smallest. The heap key is
+a lower bound of that position; the exact position (the smallest live one) is worked out
+only when two pairs really share the highest count. With ``tie="lexicographic"`` the key
+is the pair's strings, inverted so that the heap's smallest is the greatest pair.
 
     >>> train_bpe({"low": 2, "lower": 1}, 3)
     [('l', 'o'), ('lo', 'w'), ('low', '</w>')]
@@ -38,213 +32,173 @@ the bound 0.
 """
 from __future__ import annotations
 
-import re
-from bisect import bisect_left
-from collections import Counter, defaultdict, deque
 from heapq import heapify, heappop, heappush
-from itertools import accumulate, chain, compress, repeat
-from operator import add, contains, itemgetter, neg
+from operator import mul
+
+import numpy as np
 
 from autograder.reference.pretokenize import count_pretokens, count_words, count_words_parallel
 from autograder.reference.simple_trainer import END_OF_WORD, Pair, check_arguments
 
-_SURROGATES = range(0xD800, 0xE000)
-_OUTSIDE_BMP = re.compile("[\U00010000-\U0010FFFF]")
-_FIRST_CHARACTER = itemgetter(slice(None, 1))  # "" for ""
-_LAST_CHARACTER = itemgetter(slice(-1, None))
-_FIRST_PRIVATE_CHAR = 0x100  # below it, Python caches one-character strings: keep those for text
+SEPARATOR = -1  # between words: never part of a pair
+MERGED_AWAY = -2  # the right half of a merged spot
+
+# Weighted sums go through np.bincount, which adds in float64: exact below 2**53. Larger
+# counts take np.add.at on int64, or on Python ints beyond that.
+FLOAT_EXACT_BELOW = 2 ** 53
+# Sorting (pair, position) packed into one int64 must not overflow.
+PACKED_SORT_BELOW = 2 ** 63
 
 
-class _Spots:
-    """The spots of one merge and one neighbour of each: where its new pairs were made.
+class _Places:
+    """Positions of the new pairs of one merge, grouped by the neighbour only on demand.
 
-    The word ids of the new pair ``(x, z)`` are the ids of the spots whose left neighbour
-    is ``x``. Most new pairs are never merged, so the spots are grouped by neighbour only
-    the first time one of them is asked for (in C, like ``_Trainer._index_pairs``).
+    A merge makes one new pair per distinct neighbour, and most of them are never merged,
+    so the positions of ``(x, z)`` are picked out of the merge's positions the first time
+    that pair is asked for.
 
-    ``_Spots([3, 5, 5, 8], ["x", "y", "x", "x"]).word_ids("x") -> [3, 5, 8]``
+    ``_Places(np.array([3, 8, 9]), np.array([7, 5, 7])).of(7) -> array([3, 9])``
     """
 
-    __slots__ = ("spot_ids", "neighbours", "groups")
+    __slots__ = ("positions", "neighbours")
 
-    def __init__(self, spot_ids: list[int], neighbours: list[str]):
-        self.spot_ids, self.neighbours = spot_ids, neighbours
-        self.groups: dict[str, list[int]] | None = None
+    def __init__(self, positions: np.ndarray, neighbours: np.ndarray):
+        self.positions, self.neighbours = positions, neighbours
 
-    def word_ids(self, neighbour: str) -> list[int]:
-        if self.groups is None:
-            groups: dict[str, list[int]] = defaultdict(list)
-            deque(map(list.append, map(groups.__getitem__, self.neighbours), self.spot_ids), maxlen=0)
-            self.groups, self.spot_ids, self.neighbours = groups, None, None
-        ids = self.groups[neighbour]
-        return [*dict.fromkeys(ids)]  # a word with two spots is listed twice, side by side
+    def of(self, neighbour: int) -> np.ndarray:
+        return self.positions[self.neighbours == neighbour]
 
 
-class _Alphabet:
-    """Symbols <-> one-character codes.
+def _every_other_in_runs(positions: np.ndarray, next_pos: np.ndarray) -> np.ndarray:
+    """Places of ``(a, a)`` that a left-to-right merge takes: never two overlapping.
 
-    A character of the corpus is its own code when it is in the Basic Multilingual Plane;
-    others (emoji) get a code there too, so that every word is a 2-byte-per-character
-    ``str``. Codes for merged symbols are handed out from unused characters.
+    In ``a a a a a`` the pair starts at the first four positions; merging left to right
+    takes the 1st and 3rd. A run is a stretch of places each starting where the previous
+    one's right ``a`` is; every other place from the start of each run is kept.
 
-    ``_Alphabet({"a", "b"}).new_code("ab")`` -> a character ``c`` with ``symbol[c] == "ab"``.
+    positions ``[0, 1, 2, 3, 7]`` (one run of four, then one alone) -> ``[0, 2, 7]``
     """
-
-    def __init__(self, characters: set[str]):
-        self.taken = set(characters)
-        self.symbol: dict[str, str] = {}  # code -> symbol string
-        self.code: dict[str, str] = {}  # symbol string -> code
-        self.length: dict[str, int] = {}  # code -> len(symbol): the same however it was made
-        self.translation: dict[int, str] = {}  # str.translate table for characters re-coded
-        self._next = _FIRST_PRIVATE_CHAR
-        for character in sorted(characters):
-            code = character if character <= "\uffff" else self.fresh()
-            if code != character:
-                self.translation[ord(character)] = code
-            self._add(code, character)
-
-    def fresh(self) -> str:
-        """A character neither in the corpus nor handed out before."""
-        while True:
-            point = self._next
-            self._next += 1
-            if point in _SURROGATES:
-                continue
-            character = chr(point)
-            if character not in self.taken:
-                self.taken.add(character)
-                return character
-
-    def _add(self, code: str, symbol: str) -> str:
-        self.symbol[code] = symbol
-        self.code[symbol] = code
-        self.length[code] = len(symbol)
-        return code
-
-    def new_base(self, symbol: str) -> str:
-        """A code for a base symbol that is not a corpus character (the end-of-word mark)."""
-        return self._add(self.fresh(), symbol)
-
-    def new_code(self, symbol: str) -> str:
-        return self._add(self.fresh(), symbol)
+    follows = np.zeros(len(positions), dtype=bool)
+    follows[1:] = next_pos[positions[:-1]] == positions[1:]
+    if not follows.any():
+        return positions
+    index = np.arange(len(positions))
+    run_start = np.maximum.accumulate(np.where(follows, 0, index))
+    return positions[(index - run_start) % 2 == 0]
 
 
 class _Trainer:
-    """State of one training run; ``train_bpe`` below is the interface.
+    """State of one training run; ``train_bpe`` below is the interface."""
 
-    Word ids go by decreasing count (ties in corpus order), so that in a sorted list of
-    ids the words of count 1 and 2 come last, in one stretch each: their spots are
-    counted by a plain ``Counter``, without weights.
-    """
-
-    def __init__(self, word_counts: dict[str, int], mode: str, tie: str):
+    def __init__(self, word_counts: dict[str, int], mode: str, tie: str, num_merges: int):
         self.tie = tie
-        corpus_words = list(word_counts)
-        corpus_counts = list(word_counts.values())
-        order = sorted(range(len(corpus_words)), key=corpus_counts.__getitem__, reverse=True)  # stable
-        alphabet = _Alphabet(set("".join(corpus_words)))
-        self.alphabet = alphabet
-        sep = self.sep = alphabet.fresh()  # separates words in joined batches; never part of a pair
-        self.temp = alphabet.fresh()  # stands for a merged symbol that already had a code
-        end_length = 0
-        end = ""
-        if mode == "char":
-            end = alphabet.new_base(END_OF_WORD)
-            end_length = len(END_OF_WORD)
-        # Offset of each word in the text of distinct words in corpus order, each written
-        # out in symbols ("low</w>"), +1 between words: a first occurrence is then one
-        # integer, and it does not move when symbols around it merge.
-        corpus_start = [*accumulate(map(add, map(len, corpus_words), repeat(end_length + 1)), initial=0)]
-        self.word_start = [*map(corpus_start.__getitem__, order)]
-        self.weight = [*map(corpus_counts.__getitem__, order)]
-        # Ids [0, heavy_end) have counts above 2, then count 2 up to light_end, then count 1.
-        self.heavy_end = bisect_left(self.weight, -2, key=neg)
-        self.light_end = bisect_left(self.weight, -1, key=neg)
-        # All words in one string, so that re-coding and the end-of-word mark run in C.
-        joined = sep.join(map(corpus_words.__getitem__, order))
-        if alphabet.translation:
-            joined = _OUTSIDE_BMP.sub(lambda match: alphabet.translation[ord(match[0])], joined)
-        if end:
-            joined = joined.replace(sep, end + sep) + end
-        self.words = joined.split(sep)
-        self._index_pairs(joined, self.words)
-        del joined
-        self.first_seen: dict[str, int] = {}  # pair -> exact first offset, while unchanged
+        words = list(word_counts)
+        counts = list(word_counts.values())
+        characters = sorted(set("".join(words)))
+        self.strings: list[str] = characters + ([END_OF_WORD] if mode == "char" else [])
+        self.ids = {string: number for number, string in enumerate(self.strings)}
+        self.inverted = [*map(self._inverted, self.strings)] if tie != "first" else None
+        # Pair (a, b) is the int a * width + b: every id a merge can make is below width.
+        # Each merge leaves at least one symbol fewer, and every word keeps one.
+        possible_merges = sum(map(len, words)) - (0 if mode == "char" else len(words))
+        self.width = len(self.strings) + min(num_merges, possible_merges)
+        self._build_corpus(words, counts, characters, mode == "char")
+        first_places = self._index_pairs()
         if tie == "first":
-            self.heap = [(-count, 0, pair) for pair, count in self.pair_counts.items()]
+            self.heap = [(-count, first, pair) for (pair, count), first in zip(self.pair_counts.items(), first_places)]
         else:
-            self.heap = [(-count, self._lexicographic_key(pair), pair)
-                         for pair, count in self.pair_counts.items()]
+            self.heap = [(-count, self._lexicographic_key(pair), pair) for pair, count in self.pair_counts.items()]
         heapify(self.heap)
 
-    def _index_pairs(self, joined: str, words: list[str]) -> None:
-        """Fill ``words_with`` and ``pair_counts`` from all words joined by ``sep``.
+    def _build_corpus(self, words: list[str], counts: list[int], characters: list[str], end_of_word: bool) -> None:
+        """Fill ``symbols`` (ids, separators), ``weight`` (its word's count at each position) and the links.
 
-        One pass in C: every position of ``joined`` gives a pair (``map(add, ...)``) and
-        the id of its word, and the id is appended to that pair's list; pairs with the
-        separator are dropped afterwards. A word with a pair twice is listed twice, which
-        makes the weighted count a plain sum, and ``word_ids`` drops the repeats later.
-
-        ``["ab</w>", "b</w>"]`` with counts 2, 1 ->
-        ``words_with == {("a", "b"): [0], ("b", "</w>"): [0, 1]}``, ``pair_counts == {("a", "b"): 2, ("b", "</w>"): 3}``
+        ``["ab", "b"]`` with counts 2, 1 (char mode; a=0, b=1, </w>=2) ->
+        ``symbols == [0, 1, 2, -1, 1, 2, -1]``, ``weight == [2, 2, 2, 2, 1, 1, 1]``
         """
-        words_with: dict[str, list[int]] = defaultdict(list)
-        # Word i owns len(word) + 1 positions: its own pairs, (last, sep), (sep, next first).
-        word_of_position = chain.from_iterable(map(repeat, range(len(words)), map(add, map(len, words), repeat(1))))
-        deque(map(list.append, map(words_with.__getitem__, map(add, joined, joined[1:])), word_of_position), maxlen=0)
-        sep, weight = self.sep, self.weight.__getitem__
-        for pair in [pair for pair in words_with if sep in pair]:
-            del words_with[pair]
-        self.words_with = dict(words_with)
-        # Ids are sorted and weights go down with ids: only the few ids of words counted
-        # more than twice are looked up; the words counted twice or once are counted by bisect.
-        heavy_end, light_end = self.heavy_end, self.light_end
-        pair_counts = self.pair_counts = {}
-        for pair, ids in self.words_with.items():
-            heavy = bisect_left(ids, heavy_end)
-            light = bisect_left(ids, light_end, heavy)
-            pair_counts[pair] = (sum(map(weight, ids[:heavy])) if heavy else 0) + 2 * (light - heavy) + len(ids) - light
-        self.repeats = set(self.words_with)  # lists that may still name a word twice
+        code_points = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
+        id_of_code_point = np.zeros(ord(characters[-1]) + 1, dtype=np.int32)
+        id_of_code_point[[ord(character) for character in characters]] = np.arange(len(characters), dtype=np.int32)
+        lengths = np.fromiter(map(len, words), dtype=np.intp, count=len(words))
+        extra = 2 if end_of_word else 1  # symbols after each word's characters
+        size = len(code_points) + extra * len(words)
+        word_end = np.cumsum(lengths + extra)  # one past each separator
+        symbols = np.full(size, SEPARATOR, dtype=np.int32)
+        character_positions = np.arange(len(code_points)) + np.repeat(np.arange(len(words)) * extra, lengths)
+        symbols[character_positions] = id_of_code_point[code_points]
+        if end_of_word:
+            symbols[word_end - 2] = self.ids[END_OF_WORD]
+        self.symbols = symbols
+        # Every sum a merge makes is at most the count-weighted number of symbols.
+        most = sum(map(mul, counts, (lengths + extra).tolist()))
+        self.exact_in_float = most < FLOAT_EXACT_BELOW
+        dtype = np.float64 if self.exact_in_float else np.int64 if most < 2 ** 63 else object
+        self.weight = np.repeat(np.array(counts, dtype=dtype), lengths + extra)
+        self.next_pos = np.arange(1, size + 1, dtype=np.intp)
+        self.next_pos[-1] = size - 1
+        self.prev_pos = np.arange(-1, size - 1, dtype=np.intp)  # prev of 0 is -1: symbols[-1] is a separator
 
-    def _lexicographic_key(self, pair: str) -> tuple:
-        """A heap key that puts the greatest ``(a, b)`` first: code points negated.
+    def _index_pairs(self) -> list[int]:
+        """Fill ``pair_counts`` and ``places`` with one sort of all positions by pair.
 
-        ``("ab", "c")`` -> ``((-97, -98, 1), (-99, 1))``; the trailing 1 makes a longer
-        string (greater) sort before its prefix.
+        Returns each pair's first position, in the order of ``pair_counts``.
+
+        ``symbols == [0, 1, 2, -1, 1, 2, -1]``, weights 2, 1 (width 3) ->
+        ``pair_counts == {1: 2, 5: 3}`` (``(0, 1)`` twice, ``(1, 2)`` 2 + 1 times),
+        places of pair 1 ``[0]``, of pair 5 ``[1, 4]``; returns ``[0, 1]``
         """
-        symbol = self.alphabet.symbol
-        return tuple(tuple([-ord(ch) for ch in symbol[code]] + [1]) for code in pair)
+        symbols, width = self.symbols, self.width
+        left, right = symbols[:-1], symbols[1:]
+        positions = np.flatnonzero((left >= 0) & (right >= 0))
+        pairs = left[positions].astype(np.int64) * width + right[positions]
+        size = len(symbols)
+        if width * width * size < PACKED_SORT_BELOW:
+            # Sorting (pair, position) as one int is several times faster than a stable
+            # argsort, and it leaves each pair's positions ascending all the same.
+            pairs, positions = np.divmod(np.sort(pairs * size + positions), size)
+        else:
+            order = np.argsort(pairs, kind="stable")
+            positions, pairs = positions[order], pairs[order]
+        starts = np.flatnonzero(np.diff(pairs, prepend=-1))
+        sums = np.add.reduceat(self.weight[positions], starts) if len(positions) else np.array([], dtype=np.int64)
+        if self.exact_in_float:
+            sums = sums.astype(np.int64)
+        keys = pairs[starts].tolist()
+        self.pair_counts = dict(zip(keys, sums.tolist()))
+        # A pair's places are a list of pieces: arrays, or (_Places, neighbour) not yet picked out.
+        self.places: dict[int, list] = dict(zip(keys, map(lambda piece: [piece], np.split(positions, starts[1:]))))
+        return positions[starts].tolist()
 
-    def word_ids(self, pair: str) -> list[int]:
-        """Sorted ids of the words that may contain ``pair``, each once."""
-        ids = self.words_with[pair]
-        if type(ids) is tuple:  # (spots, neighbour): picked out on first use
-            spots, neighbour = ids
-            ids = self.words_with[pair] = spots.word_ids(neighbour)
-        elif pair in self.repeats:
-            self.repeats.discard(pair)
-            ids = self.words_with[pair] = [*dict.fromkeys(ids)]
-        return ids
+    def _lexicographic_key(self, pair: int) -> tuple:
+        """A heap key that puts the greatest ``(a, b)`` first: ``(inverted(a), inverted(b))``."""
+        a, b = divmod(pair, self.width)
+        inverted = self.inverted
+        return inverted[a], inverted[b]
 
-    def first_offset(self, pair: str) -> int:
-        """Exact offset of the first occurrence of ``pair`` in corpus order (cached).
+    @staticmethod
+    def _inverted(string: str) -> tuple:
+        """``string``'s code points negated, then 1: smaller exactly when ``string`` is greater.
 
-        Also drops the ids of words that no longer contain the pair.
+        ``"ab" -> (-97, -98, 1)``; ``"abc" -> (-97, -98, -99, 1)`` comes first, as ``"abc" > "ab"``.
         """
-        offset = self.first_seen.get(pair)
-        if offset is not None:
-            return offset
-        words = self.words
-        ids = self.word_ids(pair)
-        ids = self.words_with[pair] = [*compress(ids, map(contains, map(words.__getitem__, ids), repeat(pair)))]
-        first = min(ids, key=self.word_start.__getitem__)
-        word = words[first]
-        length = self.alphabet.length
-        offset = self.word_start[first] + sum(map(length.__getitem__, word[:word.find(pair)]))
-        self.first_seen[pair] = offset
-        return offset
+        return tuple([-ord(character) for character in string] + [1])
 
-    def best_pair(self) -> str | None:
+    def live_places(self, pair: int) -> np.ndarray:
+        """Ascending positions where ``pair`` occurs now (stale ones dropped for good)."""
+        pieces = self.places[pair]
+        arrays = [piece if type(piece) is np.ndarray else piece[0].of(piece[1]) for piece in pieces]
+        positions = arrays[0] if len(arrays) == 1 else np.unique(np.concatenate(arrays))
+        a, b = divmod(pair, self.width)
+        symbols = self.symbols
+        positions = positions[(symbols[positions] == a) & (symbols[self.next_pos[positions]] == b)]
+        self.places[pair] = [positions]
+        return positions
+
+    def first_place(self, pair: int) -> int:
+        """Exact position of the first occurrence of ``pair`` in corpus order."""
+        return int(self.live_places(pair)[0])
+
+    def best_pair(self) -> int | None:
         """Pop the pair to merge next from the heap (``None`` when no pair is left)."""
         heap, counts = self.heap, self.pair_counts
         while heap:
@@ -259,11 +213,11 @@ class _Trainer:
         if self.tie != "first":
             return pair  # lexicographic keys are exact
         # Other entries may carry the same count: the pair whose first occurrence is
-        # earliest wins. Offsets are computed only once a second pair really has it.
-        best, best_offset = pair, None
+        # earliest wins. Positions are worked out only once a second pair really has it.
+        best, best_place = pair, None
         while heap and heap[0][0] == negative:
             bound, other = heap[0][1], heap[0][2]
-            if best_offset is not None and bound >= best_offset:
+            if best_place is not None and bound >= best_place:
                 break  # every pair left at this count is first seen later
             heappop(heap)
             count = counts.get(other, 0)
@@ -271,122 +225,107 @@ class _Trainer:
                 if other != best and 0 < count < -negative:
                     heappush(heap, (-count, bound, other))
                 continue
-            if best_offset is None:
-                best_offset = self.first_offset(best)
-            offset = self.first_offset(other)
-            if offset < best_offset:
-                heappush(heap, (negative, best_offset, best))
-                best, best_offset = other, offset
+            if best_place is None:
+                best_place = self.first_place(best)
+            place = self.first_place(other)
+            if place < best_place:
+                heappush(heap, (negative, best_place, best))
+                best, best_place = other, place
             else:
-                heappush(heap, (negative, offset, other))
+                heappush(heap, (negative, place, other))
         return best
 
-    def merge(self, pair: str) -> None:
-        """Merge ``pair`` in every word containing it and update counts, index and heap."""
-        alphabet, sep = self.alphabet, self.sep
-        a, b = pair
-        symbol = alphabet.symbol[a] + alphabet.symbol[b]
-        existing = alphabet.code.get(symbol)  # the same string made by an earlier merge
-        z = self.temp if existing is not None else alphabet.new_code(symbol)
-        counts, words, words_with = self.pair_counts, self.words, self.words_with
-        self.first_seen.pop(pair, None)
-        ids = self.word_ids(pair)
-        del words_with[pair]
-        joined = sep.join(map(words.__getitem__, ids)).replace(pair, z)
-        # Around spot i, parts[i] ends with its left neighbour and parts[i + 1] starts
-        # with its right one; an empty part between two spots means "z z".
-        parts = joined.split(z)
-        if len(parts) == 1:  # cannot happen: a counted pair occurs somewhere
-            raise AssertionError(f"pair {pair!r} counted but in no word")
-        # The word of spot i is ids[number of separators before spot i].
-        spot_ids = [*map(ids.__getitem__, accumulate(map(str.count, parts[:-1], repeat(sep))))]
-        if not parts[0]:
-            parts[0] = sep  # the first word starts with z: nothing on its left
-        left = [*map(_LAST_CHARACTER, parts[:-1])]  # "" is z: "b a" -> "z z"
-        right = [*map(_FIRST_CHARACTER, parts[1:])]  # "" is z (counted as a left) or the end
-        del parts
-        per_left = self._weighted_counts(left, spot_ids)
-        per_right = self._weighted_counts(right, spot_ids)
-        per_left.pop(sep, None)
-        per_right.pop(sep, None)
-        per_right.pop("", None)
-        if existing is not None:
-            joined = joined.replace(z, existing)
-        deque(map(words.__setitem__, ids, joined.split(sep)), maxlen=0)
-        # Left neighbour x: (x, a) is gone, (x, z) is new ("" is z: (b, a) -> (z, z)).
-        # Right neighbour y: (b, y) is gone, (z, y) is new.
-        first_seen = self.first_seen
-        for x, n in per_left.items():
-            gone = x + a if x else b + a
-            counts[gone] -= n
-            if first_seen:
-                first_seen.pop(gone, None)
-        for y, n in per_right.items():
-            gone = b + y
-            counts[gone] -= n
-            if first_seen:
-                first_seen.pop(gone, None)
+    def _sums_by_symbol(self, ids: np.ndarray, weights: np.ndarray) -> tuple[list[int], list[int]]:
+        """Distinct ids and the sum of the weights of each: ``([7, 2, 7], [1, 5, 3]) -> ([2, 7], [5, 4])``."""
+        if self.exact_in_float:
+            sums = np.bincount(ids, weights)
+        else:
+            sums = np.zeros(self.width, dtype=weights.dtype)
+            np.add.at(sums, ids, weights)
+        present = sums.nonzero()[0]
+        values = sums[present]
+        return present.tolist(), (values.astype(np.int64) if self.exact_in_float else values).tolist()
+
+    def merge(self, pair: int) -> None:
+        """Merge ``pair`` at every place, left to right, and update counts, places and heap.
+
+        Around each merged spot ``x [a b] y``: ``(x, a)`` and ``(b, y)`` are gone and
+        ``(x, z)`` and ``(z, y)`` are new, each weighted by the word's count. Two spots side
+        by side (``a b a b``) share the pair between them: it is booked once, as the left
+        pair of the second spot, and becomes ``(z, z)``.
+        """
+        width, symbols, next_pos, prev_pos = self.width, self.symbols, self.next_pos, self.prev_pos
+        a, b = divmod(pair, width)
+        string = self.strings[a] + self.strings[b]
+        z = self.ids.get(string)  # the same string made before (the text "</w>", say)
+        fresh = z is None
+        if fresh:
+            z = self.ids[string] = len(self.strings)
+            self.strings.append(string)
+            if self.inverted is not None:
+                self.inverted.append(self._inverted(string))
+        spots = self.live_places(pair)
+        del self.places[pair]
+        if a == b:
+            spots = _every_other_in_runs(spots, next_pos)
+        rights = next_pos[spots]
+        after = next_pos[rights]
+        before = prev_pos[spots]
+        weights = self.weight[spots]
+        symbol_before = symbols[before]
+        symbol_after = symbols[after]
+        # The spot after is this one's right neighbour: their shared pair is booked as its left.
+        after_is_spot = np.zeros(len(spots), dtype=bool)
+        after_is_spot[:-1] = after[:-1] == spots[1:]
+
+        symbols[spots] = z
+        symbols[rights] = MERGED_AWAY
+        next_pos[spots] = after
+        prev_pos[after] = spots
+        new_before = prev_pos[spots]
+        new_symbol_before = symbols[new_before]
+
+        has_before = symbol_before >= 0
+        has_after = (symbol_after >= 0) & ~after_is_spot
+        if not has_before.all():
+            symbol_before, new_before, new_symbol_before = (
+                symbol_before[has_before], new_before[has_before], new_symbol_before[has_before])
+            weights_before = weights[has_before]
+        else:
+            weights_before = weights
+        symbol_after, spots_after, weights_after = symbol_after[has_after], spots[has_after], weights[has_after]
+        counts = self.pair_counts
+        xs, ns = self._sums_by_symbol(symbol_before, weights_before)
+        for x, n in zip(xs, ns):
+            counts[x * width + a] -= n
+        ys, ms = self._sums_by_symbol(symbol_after, weights_after)
+        for y, n in zip(ys, ms):
+            counts[b * width + y] -= n
         del counts[pair]  # "a a a": the overlapping "a a" went with it
-        left_spots, right_spots = _Spots(spot_ids, left), _Spots(spot_ids, right)
-        made = [(x + z if x else z + z, n, left_spots, x) for x, n in per_left.items()]
-        made += [(z + y, n, right_spots, y) for y, n in per_right.items()]
-        if existing is not None:
-            self._made_again(made, z, existing)
-            return
-        heap = self.heap
-        lexicographic_key = self._lexicographic_key if self.tie != "first" else None
-        for key, n, spots, neighbour in made:
-            counts[key] = n
-            words_with[key] = (spots, neighbour)
-            heappush(heap, (-n, lexicographic_key(key) if lexicographic_key else 0, key))
 
-    def _weighted_counts(self, neighbours: list[str], spot_ids: list[int]) -> dict[str, int]:
-        """Neighbour -> sum of the counts of the words of its spots.
-
-        ``spot_ids`` is sorted, so the spots of count-2 and count-1 words are two
-        stretches at the end, counted by ``Counter`` in C without weights; the few spots
-        of frequent words are added up one by one.
-
-        ``(["x", "y", "x"], [0, 7, 9])`` with counts 5, 2, 1 -> ``{"x": 6, "y": 2}``
-        """
-        heavy = bisect_left(spot_ids, self.heavy_end)
-        light = bisect_left(spot_ids, self.light_end, heavy)
-        per: dict[str, int] = Counter(neighbours[light:]) if light < len(spot_ids) else {}
-        get = per.get
-        if light > heavy:
-            for key, n in Counter(neighbours[heavy:light]).items():
-                per[key] = get(key, 0) + 2 * n
-        if heavy:
-            for key, weight in zip(neighbours, map(self.weight.__getitem__, spot_ids[:heavy])):
-                per[key] = get(key, 0) + weight
-        return per
-
-    def _made_again(self, made: list[tuple], z: str, existing: str) -> None:
-        """Book new pairs when the merged symbol already had a code (``existing``).
-
-        Its pairs may exist already, and ``(existing, z)`` and ``(z, z)`` both become
-        ``(existing, existing)``: counts add up, word ids are united, and a bound 0 goes
-        in the heap because the pair may now occur earlier than before.
-        """
-        counts, words_with = self.pair_counts, self.words_with
-        renamed: dict[str, tuple[int, set]] = {}
-        for key, n, spots, neighbour in made:
-            key = key.replace(z, existing)
-            total, ids = renamed.get(key, (0, set()))
-            renamed[key] = (total + n, ids | set(spots.word_ids(neighbour)))
+        before_places = _Places(new_before, new_symbol_before)
+        after_places = _Places(spots_after, symbol_after)
+        if after_is_spot.any():  # some left neighbours were b and are now z
+            xs, ns = self._sums_by_symbol(new_symbol_before, weights_before)
+        made = [(x * width + z, n, before_places, x) for x, n in zip(xs, ns)]
+        made += [(z * width + y, n, after_places, y) for y, n in zip(ys, ms)]
+        places, heap = self.places, self.heap
         lexicographic = self.tie != "first"
-        for key, (n, ids) in renamed.items():
-            if key in words_with:
-                ids |= set(self.word_ids(key))
-            words_with[key] = sorted(ids)
-            self.repeats.discard(key)
-            self.first_seen.pop(key, None)
+        if fresh:  # every new pair is new: its first place is at or after the first spot's
+            bound = int(before[0]) if len(spots) else 0
+            for key, n, where, neighbour in made:
+                counts[key] = n
+                places[key] = [(where, neighbour)]
+                heappush(heap, (-n, self._lexicographic_key(key) if lexicographic else bound, key))
+            return
+        for key, n, where, neighbour in made:  # the pair may exist: add up, and it may now come first
             count = counts[key] = counts.get(key, 0) + n
-            heappush(self.heap, (-count, self._lexicographic_key(key) if lexicographic else 0, key))
+            places.setdefault(key, []).append((where, neighbour))
+            heappush(heap, (-count, self._lexicographic_key(key) if lexicographic else 0, key))
 
-    def merged_pair(self, pair: str) -> Pair:
-        symbol = self.alphabet.symbol
-        return symbol[pair[0]], symbol[pair[1]]
+    def merged_pair(self, pair: int) -> Pair:
+        a, b = divmod(pair, self.width)
+        return self.strings[a], self.strings[b]
 
 
 def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",
@@ -401,7 +340,7 @@ def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",
     merges: list[Pair] = []
     if num_merges == 0 or not word_counts:
         return merges
-    trainer = _Trainer(word_counts, mode, tie)
+    trainer = _Trainer(word_counts, mode, tie, num_merges)
     for step in range(1, num_merges + 1):
         pair = trainer.best_pair()
         if pair is None:
