@@ -7,7 +7,9 @@ for all the places of one merge at once with numpy, so that Python runs a few do
 steps per merge however many places there are.
 
 * ``symbols``: one int array holding every distinct word once, in corpus order, each
-  followed by a separator (-1). A symbol is an id; ``strings[id]`` is its text.
+  followed by a separator (-1). A symbol is an id; ``strings[id]`` is its text, and a
+  merge whose string was made before (the text "</w>", say) reuses that id. A pair
+  ``(a, b)`` is the int ``a * width + b``.
 * Merging at position ``p`` joins ``p`` and ``next_pos[p]`` into ``p``; the right one is
   marked merged-away (-2). ``next_pos``/``prev_pos`` link the live positions, so a
   position keeps its number for good: the left end of the symbol that starts there.
