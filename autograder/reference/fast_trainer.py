@@ -313,17 +313,13 @@ class _Trainer:
         made += [(z * width + y, n, after_places, y) for y, n in zip(ys, ms)]
         places, heap = self.places, self.heap
         lexicographic = self.tie != "first"
-        if fresh:  # every new pair is new: its first place is at or after the first spot's
-            bound = int(before[0]) if len(spots) else 0
-            for key, n, where, neighbour in made:
-                counts[key] = n
-                places[key] = [(where, neighbour)]
-                heappush(heap, (-n, self._lexicographic_key(key) if lexicographic else bound, key))
-            return
-        for key, n, where, neighbour in made:  # the pair may exist: add up, and it may now come first
+        # A fresh z makes only new pairs, first seen at or after the first spot's left
+        # neighbour; a re-made z may add to pairs that exist, which may now come first anywhere.
+        bound = int(before[0]) if fresh else 0
+        for key, n, where, neighbour in made:
             count = counts[key] = counts.get(key, 0) + n
             places.setdefault(key, []).append((where, neighbour))
-            heappush(heap, (-count, self._lexicographic_key(key) if lexicographic else 0, key))
+            heappush(heap, (-count, self._lexicographic_key(key) if lexicographic else bound, key))
 
     def merged_pair(self, pair: int) -> Pair:
         a, b = divmod(pair, self.width)
