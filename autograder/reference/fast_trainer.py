@@ -96,15 +96,16 @@ class _Trainer:
         self.tie = tie
         words = list(word_counts)
         counts = list(word_counts.values())
-        characters = sorted(set("".join(words)))
+        text = "".join(words)  # joined once: the alphabet, the merge bound and the code points
+        characters = sorted(set(text))
         self.strings: list[str] = characters + ([END_OF_WORD] if mode == "char" else [])
         self.ids = {string: number for number, string in enumerate(self.strings)}
         self.inverted = [*map(self._inverted, self.strings)] if tie != "first" else None
         # Pair (a, b) is the int a * width + b: every id a merge can make is below width.
         # Each merge leaves at least one symbol fewer, and every word keeps one.
-        possible_merges = sum(map(len, words)) - (0 if mode == "char" else len(words))
+        possible_merges = len(text) - (0 if mode == "char" else len(words))
         self.width = len(self.strings) + min(num_merges, possible_merges)
-        self._build_corpus(words, counts, characters, mode == "char")
+        self._build_corpus(text, words, counts, characters, mode == "char")
         first_places = self._index_pairs()
         if tie == "first":
             self.heap = [(-count, first, pair) for (pair, count), first in zip(self.pair_counts.items(), first_places)]
@@ -112,13 +113,14 @@ class _Trainer:
             self.heap = [(-count, self._lexicographic_key(pair), pair) for pair, count in self.pair_counts.items()]
         heapify(self.heap)
 
-    def _build_corpus(self, words: list[str], counts: list[int], characters: list[str], end_of_word: bool) -> None:
+    def _build_corpus(self, text: str, words: list[str], counts: list[int], characters: list[str],
+                      end_of_word: bool) -> None:
         """Fill ``symbols`` (ids, separators), ``weight`` (its word's count at each position) and the links.
 
-        ``["ab", "b"]`` with counts 2, 1 (char mode; a=0, b=1, </w>=2) ->
+        ``text`` is the words joined. ``["ab", "b"]`` with counts 2, 1 (char mode; a=0, b=1, </w>=2) ->
         ``symbols == [0, 1, 2, -1, 1, 2, -1]``, ``weight == [2, 2, 2, 2, 1, 1, 1]``
         """
-        code_points = np.frombuffer("".join(words).encode("utf-32-le"), dtype=np.uint32)
+        code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
         id_of_code_point = np.zeros(ord(characters[-1]) + 1, dtype=np.int32)
         id_of_code_point[[ord(character) for character in characters]] = np.arange(len(characters), dtype=np.int32)
         lengths = np.fromiter(map(len, words), dtype=np.intp, count=len(words))
