@@ -113,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     fetch.add_argument("--out", default=str(REPO_ROOT / "data"))
     fetch.set_defaults(run=_fetch_data)
 
+    from autograder.gradescope import add_build_arguments
+
+    add_build_arguments(commands.add_parser("gradescope", help="build Gradescope's autograder zip for one lab "
+                                                               "(docs/GRADESCOPE.md)"))
+
     args = parser.parse_args(argv)
     return args.run(args)
 

@@ -1,0 +1,304 @@
+"""Gradescope: build the autograder zip of one lab, and grade one submission inside Gradescope.
+
+Gradescope's autograder format (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
+a zip with ``setup.sh`` and ``run_autograder`` at its root is unpacked into ``/autograder/source``;
+each student's files arrive in ``/autograder/submission``; ``run_autograder`` must write
+``/autograder/results/results.json``.
+
+The zip holds the kit's packages, the lab's solution notebook (its hidden tests) and released
+notebook, the data the lab reads and ``requirements.txt``, in the repository's own layout, so that
+the kit run from ``source/`` finds them as it does in a clone. Grading is ``grade.grade_file``,
+the engine and kernel isolation of ``python -m autograder grade``; this module only translates
+its result into Gradescope's ``results.json``: one test per graded part, whose output is the same
+feedback text as the HTML feedback (hidden-test inputs already redacted by the engine).
+
+``BPE_LABS_GRADESCOPE_ROOT`` replaces ``/autograder`` (tests unpack the zip into a temporary folder).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from autograder import REPO_ROOT
+
+ROOT_VARIABLE = "BPE_LABS_GRADESCOPE_ROOT"
+DEFAULT_ROOT = Path("/autograder")
+CONFIG_NAME = "gradescope.json"
+TEMPLATES = Path(__file__).with_name("gradescope_files")
+# Test visibilities of Gradescope's specification.
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+# Top-level folders of the repository that are not part of the kit a grader needs.
+NOT_SHIPPED = {"tests", "benchmarks", "examples", "docs", "out", "build", "dist"}
+# A fixed time stamp: the same sources give the same zip, byte for byte.
+ZIP_TIME = (2020, 1, 1, 0, 0, 0)
+STUDENT_ID = "submission"
+
+
+@dataclass(frozen=True)
+class GradescopeConfig:
+    """What ``run_autograder`` needs to know besides the files: written into the zip as gradescope.json."""
+
+    lab: str
+    data_dir: str  # relative to the unpacked source folder
+    visibility: str = "visible"
+    limits: dict = field(default_factory=dict)  # autograder.kernel.Limits fields
+    part_seconds: float = 60.0
+
+    @classmethod
+    def read(cls, source: Path) -> "GradescopeConfig":
+        return cls(**json.loads((Path(source) / CONFIG_NAME).read_text(encoding="utf-8")))
+
+
+# -- building the zip ---------------------------------------------------------------------------
+
+def kit_packages(repo_root: Path = REPO_ROOT) -> list[Path]:
+    """The importable packages at the repository's top level (the engine, and the course if it
+    has a package of its own)."""
+    return sorted(path for path in repo_root.iterdir()
+                  if path.is_dir() and (path / "__init__.py").is_file() and path.name not in NOT_SHIPPED)
+
+
+def _tree(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*")
+                  if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc")
+
+
+def zip_members(lab_id: str, data_dir: Path | None = None) -> tuple[dict[str, Path], str]:
+    """Archive name -> file on disk, for every course file the lab's grading needs; and the data
+    folder's name inside the zip.
+
+    Data: the lab documents (``data/documents``) and the stand-in corpora always; ``data_dir``, if
+    given, is shipped too and becomes the folder the notebooks load corpora from.
+    """
+    from autograder.labs import get_lab
+
+    lab = get_lab(lab_id)
+    members: dict[str, Path] = {}
+
+    def add(path: Path, name: str | None = None) -> None:
+        members[name or path.relative_to(REPO_ROOT).as_posix()] = path
+
+    for package in kit_packages():
+        for path in _tree(package):
+            add(path)
+    add(lab.solution_path)
+    add(lab.student_path)
+    add(REPO_ROOT / "requirements.txt")
+    for folder in ("documents", "standins"):
+        for path in _tree(REPO_ROOT / "data" / folder):
+            add(path)
+    shipped_data = "data/standins"
+    if data_dir is not None:
+        data_dir = Path(data_dir).resolve()
+        if data_dir.is_relative_to(REPO_ROOT):
+            shipped_data = data_dir.relative_to(REPO_ROOT).as_posix()
+        else:
+            shipped_data = "data/course"
+        for path in _tree(data_dir):
+            add(path, f"{shipped_data}/{path.relative_to(data_dir).as_posix()}")
+    return members, shipped_data
+
+
+def build_zip(lab_id: str, out: Path, data_dir: Path | None = None, visibility: str = "visible",
+              limits=None, part_seconds: float = 60.0) -> Path:
+    """Write Gradescope's autograder zip for one lab to ``out``; returns ``out``."""
+    from autograder.kernel import Limits
+
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
+    members, shipped_data = zip_members(lab_id, data_dir)
+    config = GradescopeConfig(lab_id, shipped_data, visibility, asdict(limits or Limits()), part_seconds)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for script in ("setup.sh", "run_autograder"):
+            _write(archive, script, (TEMPLATES / script).read_bytes(), executable=True)
+        _write(archive, CONFIG_NAME, (json.dumps(asdict(config), indent=1) + "\n").encode())
+        for name, path in sorted(members.items()):
+            _write(archive, name, path.read_bytes())
+    return out
+
+
+def _write(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
+    info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = (0o100755 if executable else 0o100644) << 16  # Gradescope runs the scripts as they are
+    archive.writestr(info, data)
+
+
+# -- grading inside Gradescope ------------------------------------------------------------------
+
+def find_notebook(submission_dir: Path) -> tuple[Path | None, str]:
+    """The one notebook of a submission, or why there is not exactly one."""
+    notebooks = sorted(path for path in Path(submission_dir).rglob("*.ipynb")
+                       if path.is_file() and ".ipynb_checkpoints" not in path.parts)
+    if not notebooks:
+        return None, ("No notebook (.ipynb file) was found in your submission. Upload the lab's notebook itself: "
+                      "in Colab, File → Download → Download .ipynb.")
+    if len(notebooks) > 1:
+        names = ", ".join(path.relative_to(submission_dir).as_posix() for path in notebooks)
+        return None, (f"Your submission has {len(notebooks)} notebooks ({names}). Upload only the lab's notebook, "
+                      "so that the autograder knows which one to grade.")
+    return notebooks[0], ""
+
+
+def _points(value: float) -> str:
+    return f"{value:g}"
+
+
+def part_output(entry: dict) -> str:
+    """What the HTML feedback says about one part: the hidden tests' message and the notebook's own check."""
+    text = entry.get("message", "")
+    if entry.get("visible_check"):
+        text += f"\n\nYour notebook's own check on the example said:\n{entry['visible_check']}"
+    return text
+
+
+def summary(result: dict, lab) -> str:
+    """The submission-wide text: the score, or why there is none, and what was done to the notebook."""
+    status = result.get("status")
+    if status == "graded":
+        lines = [f"{lab.title}: {_points(result['score'])} / {_points(lab.max_score)} points.",
+                 "Each test below is one graded part. The autograder ran your functions on inputs you have not seen; "
+                 "a part earns its points when every check passes."]
+    elif status == "grader_error":
+        lines = ["The autograder could not grade this notebook because of a problem of its own, not of your code. "
+                 "Please tell your instructor; you may also submit again."]
+    else:
+        lines = [f"This submission could not be graded: {result.get('message')}"]
+    problems = [cell for cell in result.get("cells", []) if cell.get("kind") != "given"]
+    if problems:
+        lines += ["", "Cells that did not run:"]
+        lines += [f"- {cell['cell']} ({cell['kind']}): {cell['status']} — {cell['error']}" for cell in problems]
+    if result.get("integrity"):
+        lines += ["", "Changes to the notebook's structure (the autograder put the lab back in shape):"]
+        lines += [f"- {event['event']} · {event['cell']}: {event['detail']}" for event in result["integrity"]]
+    return "\n".join(lines)
+
+
+def to_results(result: dict, lab, visibility: str = "visible") -> dict:
+    """Gradescope's results.json for one graded (or ungradable) submission."""
+    tests = []
+    for number, part in enumerate(lab.parts, start=1):
+        entry = result.get("parts", {}).get(part.part_id)
+        if entry is None:
+            score, output = 0, "This part was not graded: see the message above the tests."
+        else:
+            score, output = entry["score"], part_output(entry)
+        tests.append({"name": part.part_id, "number": str(number), "score": score, "max_score": part.points,
+                      "status": "passed" if score >= part.points else "failed", "visibility": visibility,
+                      "output": output, "output_format": "text"})
+    return {"score": result.get("score") or 0, "output": summary(result, lab), "output_format": "text",
+            "visibility": visibility, "stdout_visibility": "hidden", "tests": tests}
+
+
+def grade_submission(root: Path) -> dict:
+    """Grade the notebook in ``root/submission`` with the lab of the unpacked zip; Gradescope's results."""
+    from autograder.grade import Settings, grade_file
+    from autograder.kernel import Limits
+    from autograder.labs import get_lab
+
+    config = GradescopeConfig.read(REPO_ROOT)
+    lab = get_lab(config.lab)
+    notebook, problem = find_notebook(root / "submission")
+    if notebook is None:
+        result = {"status": "no_notebook", "message": problem, "score": 0, "parts": {}}
+    else:
+        # The whole Gradescope root is off limits to the student's kernel: the hidden tests in
+        # source/, this submission's results/ (results.json must come from the grader alone).
+        settings = Settings(limits=Limits(**config.limits), data_dir=REPO_ROOT / config.data_dir,
+                            part_seconds=config.part_seconds, denied=(Path(root).resolve(),))
+        result = grade_file(notebook, STUDENT_ID, settings)
+        print(f"graded {notebook.name}: {result['status']}, score {result['score']} / {result['max_score']}, "
+              f"{result['seconds']:.1f} s")
+        if result["status"] == "grader_error":  # for the instructor: stdout is hidden from students
+            print(result.get("traceback") or result.get("message"))
+    return to_results(result, lab, config.visibility)
+
+
+def run(root: Path) -> int:
+    """``run_autograder``'s work: results.json is always written, whatever the submission holds."""
+    started = time.monotonic()
+    root = Path(root)
+    print(f"BPE Labs autograder: course files in {REPO_ROOT}, Gradescope root {root}")
+    try:
+        results = grade_submission(root)
+    except Exception:
+        traceback.print_exc(file=sys.stdout)
+        results = {"score": 0, "output": "The autograder failed before it could grade this submission, because of a "
+                   "problem of its own, not of your code. Please tell your instructor.",
+                   "output_format": "text", "stdout_visibility": "hidden", "tests": []}
+    results["execution_time"] = round(time.monotonic() - started)
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    (root / "results" / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+    print(f"score {results['score']}; wrote {root / 'results' / 'results.json'}")
+    return 0
+
+
+def check() -> int:
+    """For setup.sh: the kit imports and the shipped lab is readable."""
+    from autograder.labs import get_lab
+
+    config = GradescopeConfig.read(REPO_ROOT)
+    lab = get_lab(config.lab)
+    print(f"ready to grade {lab.lab_id} ({len(lab.parts)} parts, {_points(lab.max_score)} points)")
+    return 0
+
+
+# -- command line -------------------------------------------------------------------------------
+
+def add_build_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``python -m autograder gradescope``."""
+    from autograder.kernel import Limits
+
+    defaults = Limits()
+    parser.add_argument("lab", help="the lab to grade, e.g. toy_bpe")
+    parser.add_argument("--out", default="autograder.zip", help="where to write the zip (default ./autograder.zip)")
+    parser.add_argument("--data-dir", default=os.environ.get("BPE_LABS_DATA"),
+                        help="corpora the notebooks load, shipped in the zip (default: $BPE_LABS_DATA, else the stand-ins)")
+    parser.add_argument("--visibility", choices=VISIBILITIES, default="visible",
+                        help="when students see the results (Gradescope's test visibility; default visible)")
+    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds, help="seconds one cell may run")
+    parser.add_argument("--call-timeout", type=float, default=defaults.call_seconds,
+                        help="seconds one call of a student function may run")
+    parser.add_argument("--part-timeout", type=float, default=60.0, help="seconds the hidden tests of one part may run")
+    parser.add_argument("--notebook-timeout", type=float, default=defaults.notebook_seconds,
+                        help="seconds all cells of a notebook may run (keep it below Gradescope's own timeout)")
+    parser.add_argument("--memory-mb", type=float, default=defaults.memory_bytes / 1024**2,
+                        help="memory cap of the student's kernel in MiB (keep it below the container's memory)")
+    parser.set_defaults(run=build_command)
+
+
+def build_command(args) -> int:
+    from autograder.kernel import Limits
+
+    limits = Limits(cell_seconds=args.cell_timeout, call_seconds=args.call_timeout,
+                    notebook_seconds=args.notebook_timeout, memory_bytes=int(args.memory_mb * 1024 * 1024))
+    out = build_zip(args.lab, Path(args.out), Path(args.data_dir) if args.data_dir else None, args.visibility,
+                    limits, args.part_timeout)
+    with zipfile.ZipFile(out) as archive:
+        count = len(archive.namelist())
+    print(f"wrote {out} ({count} files, {out.stat().st_size / 1024:.0f} KiB): upload it as the assignment's "
+          f"autograder on Gradescope (docs/GRADESCOPE.md)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m autograder.gradescope",
+                                     description="Grade the submission in a Gradescope root (what run_autograder runs).")
+    parser.add_argument("--root", type=Path, default=Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT)),
+                        help=f"Gradescope's root folder (default ${ROOT_VARIABLE}, else /autograder)")
+    parser.add_argument("--check", action="store_true", help="only check that the kit and the lab load (setup.sh)")
+    args = parser.parse_args(argv)
+    return check() if args.check else run(args.root)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
