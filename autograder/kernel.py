@@ -7,11 +7,15 @@ run), and lets the grader call the student's functions with plain values (see ``
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
+import itertools
 import json
 import os
+import platform
 import queue
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -19,12 +23,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import zmq
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
 from autograder import REPO_ROOT, codec
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
+ISOLATION_MODULE = Path(__file__).with_name("isolation.py")
 KERNEL_NAME = "bpe-labs-sandbox"
 CODEC_MODULE = "_bpe_labs_codec"
 # Read once: every kernel of a run must speak the same protocol as this process, even if the
@@ -41,6 +47,88 @@ class Limits:
     notebook_seconds: float = 600.0
     memory_bytes: int = 4 * 1024**3
     interrupt_grace_seconds: float = 5.0
+    # A notebook that kills every kernel would otherwise be replayed without end.
+    max_restarts: int = 3
+    # A kernel's message larger than this is dropped unread (ZMQ_MAXMSGSIZE) before the grader
+    # decodes it: a 200 MB reply grew the grader by 1.3 GB. The call then fails like a dead kernel.
+    reply_bytes: int = 32 * 1024**2
+    # The boundary's other limits (boundary mode only: they need the kernel in its own namespaces).
+    disk_bytes: int = 512 * 1024**2  # the work folder is a tmpfs of this size
+    file_bytes: int = 256 * 1024**2
+    processes: int = 256  # per kernel uid: threads count too
+    open_files: int = 1024
+    cpu_seconds: int = 1800
+    require_isolation: bool = False  # refuse to grade rather than fall back to the fence
+
+    def rlimits(self) -> dict[str, int]:
+        limits = {"RLIMIT_AS": self.memory_bytes, "RLIMIT_FSIZE": self.file_bytes, "RLIMIT_NOFILE": self.open_files,
+                  "RLIMIT_CPU": self.cpu_seconds, "RLIMIT_CORE": 0}
+        if os.geteuid() == 0:  # RLIMIT_NPROC counts every process of the uid: only a uid of its own
+            limits["RLIMIT_NPROC"] = self.processes
+        return {name: value for name, value in limits.items() if value > 0 or name == "RLIMIT_CORE"}
+
+
+class IsolationUnavailable(RuntimeError):
+    """``require_isolation`` was asked for where the boundary cannot be built."""
+
+
+@functools.lru_cache(maxsize=None)
+def isolation_status() -> str:
+    """What isolation a kernel started by this process gets, in words for grades.csv.
+
+    ``"landlock-abi7+seccomp+netns+pidns+uid"`` when the boundary can be built here (probed once
+    per process by starting the launcher in probe mode, which builds the boundary and exits);
+    ``"fence (...why...)"`` otherwise. ``BPE_LABS_ISOLATION=fence`` forces the fence (tests).
+    """
+    if os.environ.get("BPE_LABS_ISOLATION") == "fence":
+        return "fence (BPE_LABS_ISOLATION=fence)"
+    if not sys.platform.startswith("linux"):
+        return f"fence (no Landlock on {sys.platform})"
+    from autograder import isolation
+
+    abi = isolation.landlock_abi()
+    if abi < 1:
+        return "fence (this Linux kernel has no Landlock)"
+    with tempfile.TemporaryDirectory(prefix="bpe-probe-") as folder:
+        folder = Path(folder)
+        shutil.copy(LAUNCHER, folder / "launch_kernel.py")
+        shutil.copy(ISOLATION_MODULE, folder / "bpe_isolation.py")
+        (folder / "work").mkdir()
+        (folder / "sockets").mkdir()
+        (folder / "connection.json").write_text("{}")
+        uid = _kernel_uid() if os.geteuid() == 0 else None
+        folder.chmod(0o711)
+        if uid is not None:
+            for path in (folder / "work", folder / "sockets", folder / "connection.json"):
+                os.chown(path, uid, uid)
+        settings = {"mode": "boundary", "probe": True, "memory_bytes": 1024**3, "denied": [], "allowed": [],
+                    "uid": uid, "gid": uid, "workdir": str(folder / "work"), "sockets_dir": str(folder / "sockets"),
+                    "connection_file": str(folder / "connection.json"), "disk_bytes": 1 << 20, "links": {},
+                    "read_only": [str(p) for p in _python_and_system_folders()], "rlimits": Limits().rlimits()}
+        env = {"PATH": os.environ.get("PATH", ""), "BPE_LABS_SANDBOX": json.dumps(settings)}
+        probe = subprocess.run([sys.executable, str(folder / "launch_kernel.py")], env=env, capture_output=True,
+                               text=True, timeout=60)
+    if probe.returncode != 0:
+        why = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
+        return f"fence (the boundary could not be built: {why})"
+    parts = [f"landlock-abi{abi}", "seccomp" if platform.machine() == "x86_64" else "", "netns", "pidns",
+             "uid" if uid is not None else "userns"]
+    return "+".join(part for part in parts if part)
+
+
+_uid_counter = itertools.count()
+
+
+def _kernel_uid() -> int:
+    """An unprivileged uid no other kernel running now has: from this process's pid and a counter."""
+    return 1_000_000 + os.getpid() * 8 + next(_uid_counter) % 8
+
+
+def _python_and_system_folders() -> list[Path]:
+    """What a kernel may read and run: the Python installation, the environment, system libraries."""
+    folders = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.executable).resolve().parent.parent}
+    folders |= {Path(p) for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt/conda")}
+    return sorted(folder for folder in folders if folder.exists())
 
 
 @dataclass
@@ -75,20 +163,35 @@ class KernelSession:
         self.sent_arguments: list = []  # every argument a hidden test passed, to keep them out of feedback
         self._started_at = time.monotonic()
         self.restarts = 0
+        self.given_up = ""  # why the session stopped restarting kernels, once it has
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "KernelSession":
+        self.isolation = isolation_status()
+        if self.limits.require_isolation and not self.isolation.startswith("landlock"):
+            raise IsolationUnavailable(f"kernel isolation was required but is not available here: {self.isolation}")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._private = Path(tempfile.mkdtemp(prefix="bpe-kernel-"))
+        self._uid = _kernel_uid() if self.isolation.startswith("landlock") and os.geteuid() == 0 else None
+        # The kernel's uid passes through (never lists) the folders above its own.
+        for folder in (self._private, self.workdir.parent):
+            folder.chmod(0o711)
+        self._sockets = self._private / "sockets"
+        self._sockets.mkdir(mode=0o700)
+        if self._uid is not None:
+            os.chown(self.workdir, self._uid, self._uid)
+            os.chown(self._sockets, self._uid, self._uid)
         spec_dir = self._private / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)
         launcher = self._private / "launch_kernel.py"
         shutil.copy(LAUNCHER, launcher)
+        shutil.copy(ISOLATION_MODULE, self._private / "bpe_isolation.py")
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": [sys.executable, str(launcher), "-f", "{connection_file}", "--HistoryManager.enabled=False"],
             "display_name": "BPE Labs grading sandbox", "language": "python"}))
         self._specs = KernelSpecManager(kernel_dirs=[str(self._private / "kernels")])
-        self._link_course_data()
+        if not self.isolation.startswith("landlock"):
+            self._link_course_data()  # in boundary mode the launcher links it inside its own tmpfs
         self._start()
         return self
 
@@ -111,18 +214,28 @@ class KernelSession:
         home = str(self.workdir)
         env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ}
         env.update(HOME=home, MPLBACKEND="Agg", MPLCONFIGDIR=str(self.workdir / ".matplotlib"),
-                   IPYTHONDIR=str(self.workdir / ".ipython"), PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
-                   OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", JUPYTER_RUNTIME_DIR=str(self._private),
+                   IPYTHONDIR=str(self.workdir / ".ipython"), XDG_CACHE_HOME=str(self.workdir / ".cache"),
+                   TMPDIR=str(self.workdir / "tmp"), PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
+                   OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", JUPYTER_RUNTIME_DIR=str(self._sockets),
                    PYTHONDONTWRITEBYTECODE="1")
         if self.data_dir:
             env["BPE_LABS_DATA"] = str(self.data_dir)
-        allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), REPO_ROOT / "data"]
+        course_data = REPO_ROOT / "data"
+        allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), course_data]
         if self.data_dir:
             allowed.append(self.data_dir)
-        env["BPE_LABS_SANDBOX"] = json.dumps({
-            "memory_bytes": self.limits.memory_bytes,
-            "denied": [str(p) for p in (REPO_ROOT, *self.denied)],
-            "allowed": [str(p) for p in allowed]})
+        settings = {"mode": "boundary" if self.isolation.startswith("landlock") else "fence",
+                    "memory_bytes": self.limits.memory_bytes,
+                    "denied": [str(p) for p in (REPO_ROOT, *self.denied)],
+                    "allowed": [str(p) for p in allowed]}
+        if settings["mode"] == "boundary":
+            settings.update(
+                uid=self._uid, gid=self._uid, workdir=str(self.workdir), sockets_dir=str(self._sockets),
+                connection_file=self.km.connection_file, disk_bytes=self.limits.disk_bytes,
+                links={"data": str(course_data)},
+                read_only=[str(p) for p in _python_and_system_folders() + [course_data] + ([self.data_dir] if self.data_dir else [])],
+                rlimits=self.limits.rlimits())
+        env["BPE_LABS_SANDBOX"] = json.dumps(settings)
         return env
 
     def _link_course_data(self) -> None:
@@ -134,15 +247,24 @@ class KernelSession:
 
     def _start(self) -> None:
         # A new manager each time: shutting a kernel down terminates its manager's ZMQ context.
-        self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=self._specs,
+        # Unix sockets in a folder of the kernel's own, never TCP: a network namespace has none.
+        self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=self._specs, transport="ipc",
+                                ip=str(self._sockets / f"k{self.restarts}"),
                                 connection_file=str(self._private / f"kernel-{self.restarts}.json"))
+        self.km.write_connection_file()
+        if self._uid is not None:  # readable by the kernel's uid alone; Landlock keeps it read-only
+            os.chown(self.km.connection_file, self._uid, self._uid)
         # The kernel process's own output (ipykernel's start-up warnings) goes to a log beside it;
         # what the notebook prints travels on the output channel as usual.
         with open(self._private / "kernel.log", "ab") as log:
             self.km.start_kernel(cwd=str(self.workdir), env=self._environment(), stdout=log, stderr=log)
         self.kc = self.km.client()
         self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
+        try:
+            self.kc.wait_for_ready(timeout=60)
+        except RuntimeError as error:  # the kernel died while starting: say why, from its log
+            log_text = (self._private / "kernel.log").read_text(errors="replace")[-400:]
+            raise KernelDied(f"the kernel did not start: {error}; {log_text.strip()}") from None
         self._install_codec()
 
     def _install_codec(self) -> None:
@@ -151,16 +273,27 @@ class KernelSession:
         self._execute(code, timeout=30, silent=True)
 
     def restart(self) -> None:
-        """Fresh kernel, then replay every cell that had run, so the notebook's state comes back."""
-        self.restarts += 1
+        """Fresh kernel, then replay every cell that had run, so the notebook's state comes back.
+
+        Within the notebook's time limit and at most ``max_restarts`` times: after that the session
+        gives up, and every later call fails at once as if the kernel had died."""
         try:
             self.kc.stop_channels()
             self.km.shutdown_kernel(now=True)
         except Exception:
             pass
+        if self.restarts >= self.limits.max_restarts:
+            self.given_up = f"the kernel died {self.restarts + 1} times (limit {self.limits.max_restarts} restarts)"
+            return
+        if self.seconds_left <= 0:
+            self.given_up = "the notebook's time limit was used up"
+            return
+        self.restarts += 1
         self._start()
         replayed = []
         for code, timeout in self._replay:
+            if self.seconds_left <= 0:
+                break  # replays count against the notebook's time limit like everything else
             try:
                 self._execute(code, timeout=timeout)
             except CallTimeout:
@@ -178,9 +311,14 @@ class KernelSession:
     def _execute(self, code: str, timeout: float, silent: bool = False, expressions: dict | None = None) -> dict:
         """Run ``code``; the execute reply's content. Raises CallTimeout (kernel interrupted and
         answering again) or KernelDied (dead, or stuck after the interrupt)."""
+        if self.given_up:
+            raise KernelDied(self.given_up)
+        if self.seconds_left <= 0:
+            raise CallTimeout("could not run: the notebook's time limit was used up")
+        timeout = min(timeout, self.seconds_left)  # the notebook's limit caps every request
         # stop_on_error=False: otherwise a cell that raises makes the kernel abort the requests right
         # after it, and a later definition cell would silently never run.
-        msg_id = self._last_msg_id = self.kc.execute(code, silent=silent, store_history=False, allow_stdin=False, stop_on_error=False,
+        msg_id = self._last_msg_id = self.kc.execute(code, silent=silent, store_history=False, allow_stdin=self.stdin_answer is not None, stop_on_error=False,
                                                      user_expressions=expressions or {})
         deadline = time.monotonic() + timeout
         interrupted = False
@@ -194,7 +332,7 @@ class KernelSession:
                 deadline = time.monotonic() + self.limits.interrupt_grace_seconds
                 continue
             try:
-                reply = self.kc.get_shell_msg(timeout=min(remaining, 1.0))
+                reply = self._shell_msg(timeout=min(remaining, 1.0))
             except queue.Empty:
                 if not self.km.is_alive():
                     raise KernelDied("the kernel died")
@@ -248,6 +386,41 @@ class KernelSession:
                 self._replay.append((code, timeout))
             return CellRun("ok", stdout=stdout, seconds=seconds)
         return CellRun("error", f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:500], stdout, seconds)
+
+    # -- stand-ins (codec.py): a failing helper answered by the grader's reference, for one part ----
+    stdin_answer = None  # prompt -> reply while a part's stand-ins are in place; None: stdin is off
+
+    def _shell_msg(self, timeout: float) -> dict:
+        """The next shell message; meanwhile, answer the kernel's input requests (stand-ins)."""
+        if self.stdin_answer is None:
+            return self.kc.get_shell_msg(timeout=timeout)
+        shell, stdin = self.kc.shell_channel.socket, self.kc.stdin_channel.socket
+        poller = zmq.Poller()
+        poller.register(shell, zmq.POLLIN)
+        poller.register(stdin, zmq.POLLIN)
+        deadline = time.monotonic() + timeout
+        while True:
+            ready = dict(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
+            if stdin in ready:
+                request = self.kc.get_stdin_msg(timeout=0)
+                if request["msg_type"] == "input_request":
+                    self.kc.input(self.stdin_answer(request["content"].get("prompt", "")))
+            if shell in ready:
+                return self.kc.get_shell_msg(timeout=0)
+            if time.monotonic() >= deadline:
+                raise queue.Empty
+
+    def stand_in(self, name: str) -> None:
+        """The notebook's ``name`` becomes a stand-in that asks the grader (see codec.py)."""
+        self._evaluate(self._codec("stand_in", name), timeout=self.limits.call_seconds)
+
+    def put_back(self, name: str) -> None:
+        self._evaluate(self._codec("put_back", name), timeout=self.limits.call_seconds)
+
+    @property
+    def part_passed(self) -> dict[str, bool]:
+        """Part id -> whether it earned full points, for the parts graded so far."""
+        return self.__dict__.setdefault("_part_passed", {})
 
     # -- calling into the notebook -------------------------------------------------------------
     def _evaluate(self, expression: str, timeout: float) -> str:

@@ -1,20 +1,34 @@
-"""Start an IPython kernel for grading, inside limits the student's code cannot lift.
+"""Start an IPython kernel for grading, behind a boundary the student's code cannot cross.
 
-Copied next to the kernel's connection file and run as a script (so the kernel never has the
-autograder package on its path). Before the kernel starts it:
+Copied, with ``isolation.py`` beside it (as ``bpe_isolation.py``), into a folder the kernel can
+neither write nor read, and run as a script: the kernel never has the autograder on its path.
 
-* caps the address space (``RLIMIT_AS``), so a memory blow-up raises ``MemoryError`` or ends this
-  kernel, never the grader;
-* installs an audit hook (``sys.addaudithook``: it cannot be removed from Python) that refuses
-  to open or list files of the course (solutions, hidden tests, reference code, other
-  submissions, the gradebook), to start processes, and to signal any process but itself.
+``boundary`` mode (Linux with Landlock; the grader probes it first, see ``kernel.isolation_status``):
 
-This is a fence against a student reading the answers or crashing the grader, not a security
-boundary against native code (``ctypes``); run graders in containers for that.
+1. this process (the one jupyter_client started) enters new mount, PID, network, IPC and UTS
+   namespaces (a user namespace first when not root) and forks: the child is process 1 of the new
+   PID namespace, so when it ends, every process the notebook started ends with it; the child
+   also dies with this process (``PR_SET_PDEATHSIG``), which is the one jupyter_client kills;
+2. the child makes its mounts private, mounts its own ``/proc`` (its own processes only), a
+   size-capped tmpfs on its work folder (the disk limit), and, when dropping to an unprivileged
+   uid, re-exposes the Python installation under closed folders such as ``/root``;
+3. rlimits (memory, processes, file size, open files, CPU time, no core files), then the
+   unprivileged uid (when the grader is root), no_new_privs, a seccomp filter (no socket family
+   but Unix, no ptrace, mount, namespaces, BPF, io_uring...), and Landlock: read-only the Python
+   installation, system libraries and the lab's data; read-write only the work folder; Unix
+   sockets only in its socket folder; no TCP; no signals or abstract sockets beyond itself.
+
+``fence`` mode (no Landlock: macOS, old kernels, some containers) keeps the older, weaker fence:
+a memory cap and a Python audit hook. It is reported as such in grades.csv and the class report.
+
+In both modes an audit hook refuses what a notebook has no reason to do (course files, process
+creation, signals to others): in boundary mode it only turns a denial into a clearer message.
 """
 import json
 import os
 import resource
+import select
+import signal
 import sys
 
 
@@ -22,8 +36,8 @@ def _inside(path, roots):
     return any(path == root or path.startswith(root + os.sep) for root in roots)
 
 
-def main():
-    settings = json.loads(os.environ.pop("BPE_LABS_SANDBOX"))
+def install_fence(settings):
+    """The Python-level fence: a memory cap and an audit hook (``sys.addaudithook`` cannot be removed)."""
     memory = int(settings["memory_bytes"])
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -52,13 +66,105 @@ def main():
             refuse(event)
 
     sys.addaudithook(audit)
+
+
+def landlock_rules(settings, own_proc):
+    iso = bpe_isolation
+    rules = [(path, iso.READ_ONLY) for path in settings["read_only"]]
+    rules += [(settings["workdir"], iso.READ_WRITE), (settings["sockets_dir"], iso.SOCKETS_ONLY),
+              (settings["connection_file"], iso.ACCESS_FS_READ_FILE),
+              ("/dev/null", iso.ACCESS_FS_READ_FILE | iso.ACCESS_FS_WRITE_FILE | iso.ACCESS_FS_TRUNCATE),
+              ("/dev/zero", iso.ACCESS_FS_READ_FILE), ("/dev/urandom", iso.ACCESS_FS_READ_FILE),
+              ("/dev/random", iso.ACCESS_FS_READ_FILE), ("/sys/devices/system/cpu", iso.READ_ONLY),
+              ("/proc" if own_proc else "/proc/self", iso.READ_ONLY)]
+    return rules
+
+
+def enter_boundary(settings, parent_alive_fd):
+    """Run in process 1 of the new PID namespace: every step of the boundary, in order."""
+    iso = bpe_isolation
+    uid, gid = settings.get("uid"), settings.get("gid")
+    iso.make_mounts_private()
+    own_proc = True
+    try:
+        iso.mount_own_proc()
+    except OSError:
+        own_proc = False  # some containers forbid it: Landlock then allows /proc/self only
+    if uid is not None:
+        iso.expose_beneath_closed_parents([*settings["read_only"], settings["workdir"], settings["sockets_dir"]])
+    workdir = settings["workdir"]
+    iso.mount_private_tmpfs(workdir, int(settings["disk_bytes"]), uid, gid)
+    for name, target in settings.get("links", {}).items():
+        os.symlink(target, os.path.join(workdir, name))
+    for folder in ("tmp", ".matplotlib", ".ipython", ".cache"):
+        os.makedirs(os.path.join(workdir, folder), exist_ok=True)
+        if uid is not None:
+            os.chown(os.path.join(workdir, folder), uid, gid)
+    iso.set_limits(settings["rlimits"])
+    if uid is not None:
+        iso.drop_to_user(uid, gid)
+    iso.die_with_parent(signal.SIGKILL)
+    if select.select([parent_alive_fd], [], [], 0)[0]:
+        os._exit(70)  # the launcher died before the line above: nobody would ever stop this kernel
+    iso.set_no_new_privs()
+    iso.install_seccomp_filter()
+    iso.restrict_filesystem_and_network(landlock_rules(settings, own_proc))
+    os.chdir(workdir)
+
+
+def run_kernel(settings):
+    install_fence(settings)
+    os.environ.pop("JPY_PARENT_PID", None)  # process 1 has no parent to poll
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    for name in [name for name in sys.modules if name == "bpe_isolation"]:
+        del sys.modules[name]
+    if settings.get("probe"):
+        os._exit(0)
+    if settings["mode"] == "boundary":
+        # ipykernel forwards the output of forked children through a TCP pipe on 127.0.0.1, and
+        # libzmq aborts the process when it cannot make an IP socket (the seccomp filter): no pipe.
+        from ipykernel import iostream
 
+        iostream.IOPubThread._setup_pipe_in = lambda thread: setattr(thread, "_pipe_flag", False)
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance()
 
+
+def main():
+    settings = json.loads(os.environ.pop("BPE_LABS_SANDBOX"))
+    if settings["mode"] != "boundary":
+        run_kernel(settings)
+        return
+    # jupyter_client interrupts a kernel by signalling its whole process group: the kernel (our
+    # child) handles SIGINT; this process must ignore it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    bpe_isolation.enter_namespaces(as_root=os.geteuid() == 0)
+    parent_alive, keep_open = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(keep_open)
+        try:
+            enter_boundary(settings, parent_alive)
+        except BaseException as error:  # say why in the kernel log; the grader sees the kernel die
+            print(f"bpe-labs sandbox: could not enter the boundary: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            os._exit(71)
+        run_kernel(settings)
+        os._exit(0)
+    os.close(parent_alive)
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+            break
+        except InterruptedError:
+            continue
+    sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bpe_isolation  # noqa: E402  (copied beside this script; see the module docstring)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,310 @@
+"""Kernel-enforced isolation for a student's kernel: Linux namespaces, an unprivileged uid, rlimits,
+a seccomp filter and a Landlock allow-list, over the raw system calls (``ctypes``, standard library only).
+
+Why our own module: the ``landlock`` package on PyPI is a development release (1.0.0.dev5) that
+knows Landlock ABI 1 only (no TCP rules, no signal scoping); bubblewrap and nsjail are programs
+to install and drive, and neither scopes signals with Landlock. What a kernel needs is a few
+system calls made in a fixed order (see :func:`enter_boundary`), each small enough to test alone.
+
+The boundary is applied by ``sandbox_launcher.py`` in the kernel's own process before ipykernel is
+imported. This file is copied next to that launcher, so it may import nothing of ``autograder``.
+
+    >>> ruleset_attr_size(7), ruleset_attr_size(4), ruleset_attr_size(1)
+    (24, 16, 8)
+    >>> READ_ONLY & ACCESS_FS_WRITE_FILE
+    0
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import platform
+import resource
+import struct
+
+libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+# -- Landlock (include/uapi/linux/landlock.h) -------------------------------------------------
+SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}  # same numbers on both
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+
+ACCESS_FS_EXECUTE = 1 << 0
+ACCESS_FS_WRITE_FILE = 1 << 1
+ACCESS_FS_READ_FILE = 1 << 2
+ACCESS_FS_READ_DIR = 1 << 3
+ACCESS_FS_REMOVE_DIR = 1 << 4
+ACCESS_FS_REMOVE_FILE = 1 << 5
+ACCESS_FS_MAKE_CHAR = 1 << 6
+ACCESS_FS_MAKE_DIR = 1 << 7
+ACCESS_FS_MAKE_REG = 1 << 8
+ACCESS_FS_MAKE_SOCK = 1 << 9
+ACCESS_FS_MAKE_FIFO = 1 << 10
+ACCESS_FS_MAKE_BLOCK = 1 << 11
+ACCESS_FS_MAKE_SYM = 1 << 12
+ACCESS_FS_REFER = 1 << 13  # ABI 2
+ACCESS_FS_TRUNCATE = 1 << 14  # ABI 3
+ACCESS_FS_IOCTL_DEV = 1 << 15  # ABI 5
+ACCESS_NET_BIND_TCP = 1 << 0  # ABI 4
+ACCESS_NET_CONNECT_TCP = 1 << 1  # ABI 4
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1  # ABI 6
+
+FILE_ONLY_ACCESS = ACCESS_FS_EXECUTE | ACCESS_FS_WRITE_FILE | ACCESS_FS_READ_FILE | ACCESS_FS_TRUNCATE | ACCESS_FS_IOCTL_DEV
+READ_ONLY = ACCESS_FS_EXECUTE | ACCESS_FS_READ_FILE | ACCESS_FS_READ_DIR
+# Everything in its own folder except device nodes.
+READ_WRITE = ((1 << 16) - 1) & ~(ACCESS_FS_MAKE_CHAR | ACCESS_FS_MAKE_BLOCK | ACCESS_FS_IOCTL_DEV)
+SOCKETS_ONLY = ACCESS_FS_READ_DIR | ACCESS_FS_MAKE_SOCK | ACCESS_FS_REMOVE_FILE
+
+
+def _landlock_numbers() -> tuple[int, int, int] | None:
+    return SYS_LANDLOCK.get(platform.machine())
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI this kernel offers; 0 when there is none (not Linux, too old, disabled)."""
+    numbers = _landlock_numbers()
+    if numbers is None:
+        return 0
+    abi = libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    return max(int(abi), 0)
+
+
+def handled_fs_access(abi: int) -> int:
+    """Every filesystem right the ABI knows: what it does not list stays allowed."""
+    handled = (1 << 13) - 1
+    if abi >= 2:
+        handled |= ACCESS_FS_REFER
+    if abi >= 3:
+        handled |= ACCESS_FS_TRUNCATE
+    if abi >= 5:
+        handled |= ACCESS_FS_IOCTL_DEV
+    return handled
+
+
+def ruleset_attr_size(abi: int) -> int:
+    """``struct landlock_ruleset_attr`` grew a field at ABI 4 (net) and ABI 6 (scoped)."""
+    return 24 if abi >= 6 else 16 if abi >= 4 else 8
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"{what}: {os.strerror(code)}")
+    return result
+
+
+def restrict_filesystem_and_network(rules: list[tuple[str, int]], abi: int | None = None) -> int:
+    """Landlock-restrict this process (and every process it starts) to ``rules``: (path, rights)
+    pairs. No TCP bind or connect at all (ABI >= 4); no signals to, and no abstract Unix sockets of,
+    processes outside this domain (ABI >= 6). Paths that do not exist are skipped. Returns the ABI.
+
+    The caller must have set no_new_privs (or be privileged). Irreversible.
+    """
+    abi = landlock_abi() if abi is None else abi
+    if abi < 1:
+        raise OSError(errno.ENOSYS, "Landlock is not available")
+    create, add_rule, restrict_self = _landlock_numbers()
+    handled = handled_fs_access(abi)
+    attr = struct.pack("QQQ", handled,
+                       ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP if abi >= 4 else 0,
+                       SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)[: ruleset_attr_size(abi)]
+    buffer = ctypes.create_string_buffer(attr, len(attr))
+    ruleset = _check(libc.syscall(create, buffer, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)), "landlock_create_ruleset")
+    try:
+        for path, rights in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not os.path.isdir(path):
+                    rights &= FILE_ONLY_ACCESS
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", rights & handled, fd), 12)
+                _check(libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), rule,
+                                    ctypes.c_uint32(0)), f"landlock_add_rule {path}")
+            finally:
+                os.close(fd)
+        _check(libc.syscall(restrict_self, ctypes.c_int(ruleset), ctypes.c_uint32(0)), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+# -- prctl, seccomp ---------------------------------------------------------------------------
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP = 22
+PR_SET_NO_NEW_PRIVS = 38
+SECCOMP_MODE_FILTER = 2
+SECCOMP_RET_ALLOW = 0x7FFF0000
+SECCOMP_RET_ERRNO = 0x00050000
+AUDIT_ARCH_X86_64 = 0xC000003E
+AF_UNIX = 1
+
+# x86-64 system calls a student's kernel never needs and that widen what it can reach: other
+# processes' memory, new namespaces or mounts, the kernel's keyring, BPF and perf, io_uring
+# (which has its own path to sockets), file handles that bypass paths.
+DENIED_SYSCALLS_X86_64 = {
+    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
+    "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308, "add_key": 248, "request_key": 249,
+    "keyctl": 250, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "name_to_handle_at": 303,
+    "open_by_handle_at": 304, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+    "kexec_load": 246, "init_module": 175, "finit_module": 313, "delete_module": 176, "swapon": 167,
+    "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179, "fsopen": 430, "fsmount": 432,
+    "move_mount": 429, "open_tree": 428, "pidfd_getfd": 438,
+}
+SYS_SOCKET_X86_64 = 41
+
+
+def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def seccomp_program(denied: dict[str, int] = DENIED_SYSCALLS_X86_64) -> bytes:
+    """A classic-BPF seccomp program for x86-64: ``socket()`` of any family but ``AF_UNIX`` fails
+    with ``EAFNOSUPPORT``, the ``denied`` calls fail with ``EPERM``, calls of another ABI
+    (i386 ``int 0x80``, x32) fail with ``ENOSYS``, everything else is allowed."""
+    ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
+    numbers = sorted(set(denied.values()))
+    program = [
+        _bpf(ld_w_abs, 0, 0, 4),  # seccomp_data.arch
+        _bpf(jeq_k, 1, 0, AUDIT_ARCH_X86_64),
+        _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
+        _bpf(ld_w_abs, 0, 0, 0),  # seccomp_data.nr
+        _bpf(jge_k, 0, 1, 0x40000000),  # x32 system calls
+        _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
+    ]
+    # socket: look at the family (args[0], low 32 bits).
+    program += [
+        _bpf(jeq_k, 0, 3, SYS_SOCKET_X86_64),
+        _bpf(ld_w_abs, 0, 0, 16),
+        _bpf(jeq_k, len(numbers) + 2, 0, AF_UNIX),  # -> allow (the last instruction)
+        _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT),
+    ]
+    for index, number in enumerate(numbers):
+        remaining = len(numbers) - index - 1
+        program.append(_bpf(jeq_k, remaining + 1, 0, number))  # -> the EPERM return below
+    program += [_bpf(ret_k, 0, 0, SECCOMP_RET_ALLOW), _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM)]
+    # The socket family check jumps to "allow": fix its offset now that the program is known.
+    allow_index = len(program) - 2
+    check_index = 8
+    program[check_index] = _bpf(jeq_k, allow_index - check_index - 1, 0, AF_UNIX)
+    return b"".join(program)
+
+
+def install_seccomp_filter() -> None:
+    """Install :func:`seccomp_program` on this process (inherited by its children). x86-64 only."""
+    if platform.machine() != "x86_64":
+        raise OSError(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
+    program = seccomp_program()
+    filters = ctypes.create_string_buffer(program, len(program))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program) // 8, ctypes.cast(filters, ctypes.c_void_p))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
+def set_no_new_privs() -> None:
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(NO_NEW_PRIVS)")
+
+
+def die_with_parent(signal_number: int = 9) -> None:
+    _check(libc.prctl(PR_SET_PDEATHSIG, signal_number, 0, 0, 0), "prctl(PDEATHSIG)")
+
+
+# -- namespaces and mounts ----------------------------------------------------------------------
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
+
+
+def unshare(flags: int) -> None:
+    _check(libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    enc = lambda text: None if text is None else os.fsencode(text)  # noqa: E731
+    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+
+
+def enter_namespaces(as_root: bool) -> None:
+    """New mount, PID, network, IPC and UTS namespaces for the children of this process (the PID
+    namespace) and for itself (the others). Without root, a user namespace comes first, mapping
+    the current uid and gid to themselves."""
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    if as_root:
+        unshare(flags)
+        return
+    uid, gid = os.getuid(), os.getgid()
+    unshare(flags | CLONE_NEWUSER)
+    with open("/proc/self/setgroups", "w") as handle:
+        handle.write("deny")
+    with open("/proc/self/uid_map", "w") as handle:
+        handle.write(f"{uid} {uid} 1")
+    with open("/proc/self/gid_map", "w") as handle:
+        handle.write(f"{gid} {gid} 1")
+
+
+def make_mounts_private() -> None:
+    """Nothing mounted from here on is seen outside this mount namespace (and nothing outside in)."""
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+
+
+def mount_private_tmpfs(path: str, size_bytes: int, uid: int | None, gid: int | None) -> None:
+    options = f"size={max(size_bytes, 1 << 20)},mode=0700" + (f",uid={uid},gid={gid}" if uid is not None else "")
+    mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
+
+
+def mount_own_proc() -> None:
+    """A /proc that shows this PID namespace only (the caller must be its first process)."""
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def expose_beneath_closed_parents(paths: list[str]) -> None:
+    """Let an unprivileged uid reach ``paths`` whose ancestors it may not traverse (``/root`` is
+    0700, and pyenv puts Python under it): mount a 0755 tmpfs over the closed ancestor and bind
+    the needed folders back at their own paths. Only this mount namespace sees it."""
+    by_ancestor: dict[str, list[tuple[str, int]]] = {}
+    for path in paths:
+        path = os.path.realpath(path)
+        ancestor = next((a for a in _ancestors(path) if not os.stat(a).st_mode & 0o001), None)
+        if ancestor is None or ancestor == path:
+            continue
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)  # the real folder, before it is covered
+        by_ancestor.setdefault(ancestor, []).append((path, fd))
+    for ancestor, entries in by_ancestor.items():
+        mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+        for path, fd in entries:
+            os.makedirs(path, exist_ok=True)
+            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            os.close(fd)
+
+
+def _ancestors(path: str) -> list[str]:
+    """``"/a/b/c" -> ["/a", "/a/b"]``: the folders one passes through to reach a path."""
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+# -- users and limits -----------------------------------------------------------------------------
+def drop_to_user(uid: int, gid: int) -> None:
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+
+
+def set_limits(limits: dict[str, int]) -> None:
+    """``{"RLIMIT_NPROC": 256, ...}``: soft and hard limit alike, so the kernel cannot raise them."""
+    for name, value in limits.items():
+        number = getattr(resource, name)
+        resource.setrlimit(number, (value, value))

@@ -1,0 +1,194 @@
+"""The building blocks of the kernel boundary (autograder/isolation.py), each tested alone in a
+child process (every restriction is irreversible), through Python and through libc (ctypes).
+
+The attacks of a hostile notebook graded end to end are in test_isolation_attacks.py.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from autograder import isolation
+from autograder.kernel import KernelSession, Limits, isolation_status
+
+LANDLOCK = isolation.landlock_abi() >= 1
+needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="this Linux kernel has no Landlock")
+needs_x86_64 = pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is for x86-64")
+
+
+def run_child(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``code`` in a fresh Python with ``autograder.isolation`` importable; its output."""
+    prelude = "import os, sys, ctypes, socket\nfrom autograder import isolation\n"
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture
+def listener():
+    """A TCP listener on loopback that records whether anyone connected (stops by itself)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    reached = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+                reached.append(True)
+                connection.close()
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], reached
+    stop.set()
+    thread.join(timeout=2)
+    server.close()
+
+
+def test_bpf_program_is_whole_instructions():
+    program = isolation.seccomp_program()
+    assert len(program) % 8 == 0 and 10 < len(program) // 8 < 256
+
+
+@needs_x86_64
+def test_seccomp_refuses_ip_sockets_through_python_and_libc_but_keeps_unix_sockets():
+    result = run_child("""
+        isolation.set_no_new_privs()
+        isolation.install_seccomp_filter()
+        libc = ctypes.CDLL(None, use_errno=True)
+        for family in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_PACKET):
+            try:
+                socket.socket(family, socket.SOCK_DGRAM if family != socket.AF_PACKET else socket.SOCK_RAW)
+                print("python", family, "OPEN")
+            except OSError as error:
+                print("python", family, error.errno)
+            fd = libc.socket(family, 2, 0)
+            print("libc", family, fd, ctypes.get_errno())
+        a, b = socket.socketpair(socket.AF_UNIX)
+        a.send(b"x"); print("unix", b.recv(1))
+        print("ptrace", libc.ptrace(0, 0, 0, 0), ctypes.get_errno())
+    """)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert not any("OPEN" in line for line in lines)
+    assert sum(line.endswith(" 97") for line in lines) == 8, lines  # EAFNOSUPPORT, Python and libc alike
+    assert "unix b'x'" in lines
+    assert "ptrace -1 1" in lines  # EPERM
+
+
+@needs_landlock
+def test_landlock_allows_only_the_rules_through_python_and_libc(tmp_path, listener):
+    port, reached = listener
+    allowed, secret = tmp_path / "allowed", tmp_path / "secret.txt"
+    allowed.mkdir()
+    (allowed / "mine.txt").write_text("mine")
+    secret.write_text("the answers")
+    result = run_child(f"""
+        isolation.set_no_new_privs()
+        isolation.restrict_filesystem_and_network([({str(allowed)!r}, isolation.READ_WRITE)]
+                                                  + [(p, isolation.READ_ONLY) for p in {sorted({sys.prefix, sys.base_prefix, '/usr', '/lib', '/lib64'})!r}])
+        libc = ctypes.CDLL(None, use_errno=True)
+        print("mine", open({str(allowed / 'mine.txt')!r}).read())
+        try:
+            print("python read", open({str(secret)!r}).read())
+        except PermissionError:
+            print("python read denied")
+        print("libc read", libc.open({str(secret).encode()!r}, 0), ctypes.get_errno())
+        try:
+            os.link({str(secret)!r}, {str(allowed / 'link.txt')!r}); print("link made")
+        except OSError as error:
+            print("link denied", error.errno)
+        try:
+            open({str(tmp_path / 'outside.txt')!r}, "w"); print("wrote outside")
+        except PermissionError:
+            print("write outside denied")
+        s = socket.socket()
+        print("tcp", s.connect_ex(("127.0.0.1", {port})))
+        fd = libc.socket(2, 1, 0)
+        addr = bytes([2, 0]) + ({port}).to_bytes(2, "big") + bytes([127, 0, 0, 1]) + bytes(8)
+        print("libc tcp", libc.connect(fd, addr, 16), ctypes.get_errno())
+        print("libc kill parent", libc.kill(os.getppid(), 0), ctypes.get_errno())
+    """)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "mine mine" in out
+    assert "python read denied" in out and "libc read -1 13" in out
+    assert "link denied" in out and "link made" not in out
+    assert "write outside denied" in out and not (tmp_path / "outside.txt").exists()
+    assert "tcp 13" in out and "libc tcp -1 13" in out
+    if isolation.landlock_abi() >= 6:  # signals scoped to the domain
+        assert "libc kill parent -1 1" in out
+    assert not reached
+
+
+def test_landlock_abi_is_reported_from_the_kernel():
+    abi = isolation.landlock_abi()
+    assert abi >= 0
+    status = isolation_status()
+    if abi == 0 or os.environ.get("BPE_LABS_ISOLATION") == "fence":
+        assert status.startswith("fence")
+    else:
+        assert status.startswith(f"landlock-abi{abi}")
+
+
+def _kernel_probe(env: dict) -> str:
+    code = """
+        import tempfile
+        from pathlib import Path
+        from autograder.kernel import KernelSession, Limits
+        with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
+            with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as session:
+                run = session.run_cell("import os; print(os.getuid(), os.getpid(), sorted(os.listdir('.')))", capture=True)
+                print(session.isolation)
+                print(run.status, run.stdout.strip())
+    """
+    result = run_child(code, env)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@needs_landlock
+def test_a_kernel_runs_as_process_one_of_its_own_namespace_as_an_unprivileged_user():
+    status, run = _kernel_probe({}).strip().splitlines()[-2:]
+    assert status.startswith("landlock")
+    uid, pid = run.split()[1:3]
+    assert pid == "1"
+    if os.geteuid() == 0:
+        assert int(uid) >= 1_000_000
+    assert "'data'" in run and "'tmp'" in run
+
+
+def test_the_fence_is_used_and_said_when_landlock_is_off():
+    status, run = _kernel_probe({"BPE_LABS_ISOLATION": "fence"}).strip().splitlines()[-2:]
+    assert status.startswith("fence")
+    assert run.startswith("ok ")
+
+
+def test_require_isolation_refuses_the_fence():
+    code = """
+        import tempfile
+        from pathlib import Path
+        from autograder.kernel import KernelSession, Limits, IsolationUnavailable
+        with tempfile.TemporaryDirectory() as folder:
+            try:
+                with KernelSession(Path(folder) / "work", Limits(require_isolation=True)):
+                    print("started")
+            except IsolationUnavailable as error:
+                print("refused:", error)
+    """
+    result = run_child(code, {"BPE_LABS_ISOLATION": "fence"})
+    assert "refused: kernel isolation was required" in result.stdout, result.stderr
+    assert "started" not in result.stdout
