@@ -84,17 +84,57 @@ def test_first_occurrence_moves_when_a_merge_removes_it(train):
 
 
 @pytest.mark.parametrize("train", TRAINERS)
-@pytest.mark.parametrize("tie, third", [("first", ("Ġ", "hug")), ("lexicographic", ("Ġ", "p"))])
+@pytest.mark.parametrize("tie, third", [("first", ("Ġ", "hug")), ("lexicographic", ("p", "ug"))])
 def test_byte_mode_gpt2_words(train, tie, third):
     """``"hug hug pug"`` pre-tokenizes as GPT-2 does: ``hug``, ``Ġhug``, ``Ġpug``.
 
     1. (u,g) occurs 3 times.  2. (h,ug) 2 times.
-    3. (Ġ,hug), (Ġ,p), (p,ug) once each: (Ġ,hug) is seen first; the greatest pair is
-       (Ġ,p) ("Ġ" is U+0120, above every ASCII letter, and "p" > "hug").
+    3. (Ġ,hug), (Ġ,p), (p,ug) once each: (Ġ,hug) is seen first; the greatest pair of
+       bytes is (p,ug): "Ġ" stands for the space, 0x20, below "p" (0x70).
     """
     word_counts = pretokenize.count_pretokens("hug hug pug")
     assert word_counts == {"hug": 1, "Ġhug": 1, "Ġpug": 1}
     assert train(word_counts, 3, mode="byte", tie=tie) == [("u", "g"), ("h", "ug"), third]
+
+
+@pytest.mark.parametrize("train", TRAINERS)
+def test_byte_ties_compare_the_space_as_a_byte(train):
+    """``"za a za a"`` -> ``za``, ``Ġa`` x2, ``Ġza``; lexicographic ties compare bytes.
+
+    1. (z,a) and (Ġ,a) occur 2 times each. As bytes (0x7A, ...) > (0x20, ...): (z,a).
+       Comparing the printable characters would pick (Ġ,a): U+0120 > "z".
+    2. (Ġ,a) 2.  3. (Ġ,za) 1. Then every word is one symbol.
+    """
+    word_counts = pretokenize.count_pretokens("za a za a")
+    assert word_counts == {"za": 1, "Ġa": 2, "Ġza": 1}
+    assert train(word_counts, 5, mode="byte", tie="lexicographic") == [("z", "a"), ("Ġ", "a"), ("Ġ", "za")]
+
+
+@pytest.mark.parametrize("train", TRAINERS)
+def test_byte_ties_compare_non_ascii_bytes(train):
+    """``"é €"`` is the bytes C3 A9 and 20 E2 82 AC, written ``Ã©`` and ``ĠâĤ¬``.
+
+    0x82 is not printable: GPT-2 writes it ``Ĥ`` (U+0124), which as a character is above
+    every other one here, so comparing characters would merge (Ĥ,¬) first. Every pair
+    occurs once; comparing bytes:
+    1. first bytes C3, 20, E2, 82: (â,Ĥ) (E2 82).  2. (âĤ,¬) (E2 82 > C3 and 20).
+    3. (Ã,©) (C3 > 20).  4. (Ġ,âĤ¬).
+    """
+    word_counts = pretokenize.count_pretokens("é €")
+    assert word_counts == {"Ã©": 1, "ĠâĤ¬": 1}
+    merges = train(word_counts, 5, mode="byte", tie="lexicographic")
+    assert merges == [("â", "Ĥ"), ("âĤ", "¬"), ("Ã", "©"), ("Ġ", "âĤ¬")]
+    as_bytes = [(pretokenize.symbol_bytes(a), pretokenize.symbol_bytes(b)) for a, b in merges]
+    assert as_bytes == [(b"\xe2", b"\x82"), (b"\xe2\x82", b"\xac"), (b"\xc3", b"\xa9"), (b" ", "€".encode())]
+
+
+@pytest.mark.parametrize("train", TRAINERS)
+def test_byte_mode_refuses_other_characters(train):
+    """Byte mode's symbols are GPT-2's 256 byte characters; "😀" must be written ``ðŁĺĢ``."""
+    with pytest.raises(ValueError, match="byte characters"):
+        train({"😀": 1}, 3, mode="byte")
+    # F0 9F 98 80: the greatest pair of bytes is (F0, 9F), although "Ł" (9F, U+0141) is the greatest character
+    assert train(pretokenize.count_pretokens("😀"), 1, mode="byte", tie="lexicographic") == [("ð", "Ł")]
 
 
 @pytest.mark.parametrize("train", TRAINERS)
@@ -178,6 +218,107 @@ def test_train_on_text_counts_words_first():
     assert fast_trainer.train_bpe_on_text("hug pug", 1, mode="byte") == [("u", "g")]
 
 
+EOT = "<|endoftext|>"
+
+
+@pytest.mark.parametrize("mode", ["char", "byte"])
+def test_special_tokens_are_never_merged_across(mode):
+    """``ab<|endoftext|>ab<|endoftext|>``: only ``ab`` twice is left once the special tokens cut the text.
+
+    Without ``special_tokens`` the pre-tokens ``<|``, ``endoftext``, ``|>`` (byte mode) or the
+    word ``ab<|endoftext|>ab<|endoftext|>`` (char mode) would be merged too.
+    """
+    text = f"ab{EOT}ab{EOT}"
+    end = [("ab", "</w>")] if mode == "char" else []
+    assert fast_trainer.train_bpe_on_text(text, 10, mode, special_tokens=[EOT]) == [("a", "b")] + end
+    merged = "".join(a + b for a, b in fast_trainer.train_bpe_on_text(text, 10, mode))
+    assert "<" in merged and "|" in merged
+    # "b<|endoftext|>c": nothing spans the special token, so in byte mode no pair is left at all
+    assert fast_trainer.train_bpe_on_text(f"b{EOT}c", 5, "byte", special_tokens=[EOT]) == []
+
+
+def test_longer_special_token_wins():
+    assert pretokenize.split_on_special_tokens("a<|x|><|x|>b<|x|>c", ["<|x|>", "<|x|><|x|>"]) == ["a", "b", "c"]
+    assert pretokenize.split_on_special_tokens("a.b", []) == ["a.b"]
+
+
+# Text we wrote for the CS336-style run: spaces, new lines, punctuation, digits and
+# non-ASCII letters, documents separated by <|endoftext|>.
+STORIES = [
+    "Once upon a time, a small robot named Zoë lived in a café by the sea.",
+    "Every morning she counted 12 boats, then 13, then 14: boats, boats, boats!",
+    "The baker's daughter said: \"Zoë, you're the best counter in town.\"\n\nZoë smiled.",
+    "Naïve fish swam past the pier; the robot waved at them — twice — and hummed.",
+    "At night the café closed, and the sea sang its slow song to the sleeping town.",
+]
+CS336_TEXT = EOT.join(STORIES * 3)
+
+# GPT-2's pre-tokenization pattern, as CS336 writes it for the `regex` module.
+GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+
+
+def train_from_bytes(text: str, num_merges: int, special_tokens: list[str]) -> list[tuple[bytes, bytes]]:
+    """CS336's definition written on bytes, from scratch: no printable characters anywhere.
+
+    Cut at special tokens, pre-tokenize with the GPT-2 pattern, count each pre-token's
+    UTF-8 bytes, then repeatedly merge the pair with the highest count, ties to the
+    greater pair of bytes (``max`` over ``(count, pair)``).
+    """
+    from tokenizers import Regex, pre_tokenizers
+
+    splitter = pre_tokenizers.Split(Regex(GPT2_PATTERN), behavior="isolated")
+    counts = {}
+    for piece in pretokenize.split_on_special_tokens(text, special_tokens):
+        for pretoken, _ in splitter.pre_tokenize_str(piece):
+            word = tuple(bytes([byte]) for byte in pretoken.encode("utf-8"))
+            counts[word] = counts.get(word, 0) + 1
+    words = list(counts.items())
+    merges = []
+    for _ in range(num_merges):
+        pairs = {}
+        for symbols, count in words:
+            for pair in zip(symbols, symbols[1:]):
+                pairs[pair] = pairs.get(pair, 0) + count
+        if not pairs:
+            break
+        best = max(pairs.items(), key=lambda item: (item[1], item[0]))[0]
+        merges.append(best)
+        words = [(tuple(simple_trainer.merge_symbols(list(symbols), best)), count) for symbols, count in words]
+    return merges
+
+
+def test_cs336_style_run_matches_the_definition_on_bytes():
+    """vocab 400 with one special token: 400 - 256 - 1 = 143 merges, each as the bytes definition learns them."""
+    vocab, merges = fast_trainer.train_byte_level_bpe(CS336_TEXT, 400, [EOT])
+    assert len(merges) == 143
+    assert merges == train_from_bytes(CS336_TEXT, 143, [EOT])
+    assert len(vocab) == 400 and sorted(vocab) == list(range(400))
+    assert [vocab[byte] for byte in range(256)] == [bytes([byte]) for byte in range(256)]
+    assert vocab[256] == EOT.encode()
+    assert [vocab[257 + rank] for rank in range(143)] == [a + b for a, b in merges]
+    assert not any(b"<" in a + b or b"|" in a + b for a, b in merges)  # the text has neither outside EOT
+    assert (b"\xc3", b"\xab") in merges  # the "ë" of Zoë, two bytes, made one token
+
+
+def test_cs336_style_run_stops_when_the_text_runs_out_and_checks_the_size():
+    vocab, merges = fast_trainer.train_byte_level_bpe(f"aa{EOT}aa", 1000, [EOT])
+    assert merges == [(b"a", b"a")] and len(vocab) == 256 + 1 + 1
+    with pytest.raises(ValueError, match="256"):
+        fast_trainer.train_byte_level_bpe("ab", 256, [EOT])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet="ab z\n\t'1é€ł😀", max_size=60), st.integers(0, 25))
+def test_byte_lexicographic_rule_is_the_bytes_definition(text, num_merges):
+    """On random texts with spaces, new lines and non-ASCII letters, the byte-level
+    lexicographic rule learns what the definition on bytes learns, in both trainers."""
+    expected = train_from_bytes(text, num_merges, [])
+    counts = pretokenize.count_pretokens(text)
+    for train in TRAINERS:
+        merges = train(counts, num_merges, "byte", "lexicographic")
+        assert [(pretokenize.symbol_bytes(a), pretokenize.symbol_bytes(b)) for a, b in merges] == expected
+
+
 # --- word counting -------------------------------------------------------------------
 
 def test_count_words_keeps_first_occurrence_order():
@@ -195,6 +336,10 @@ def test_count_words_parallel_is_the_same_dict(monkeypatch):
 # --- fast == simple on random corpora --------------------------------------------------
 
 ALPHABETS = ["ab", "abc", "aab", "abcd", "</w>a", "xy😀"]
+# Byte mode takes GPT-2's byte characters. These sort differently as characters and as
+# the bytes they stand for: Ġ (space, 0x20) < a < z < Ĥ (0x82) < © (0xA9) < Ã (0xC3) as
+# bytes, but a < z < © < Ã < Ġ (U+0120) < Ĥ (U+0124) as characters.
+BYTE_ALPHABETS = ["ab", "aab", "Ġa", "ĠaĠz", "ĠzĤ©Ã", "aĤ©", "ĠĠa©"]
 
 
 # Words made of whole "</w>" pieces make the end-of-word symbol again (char mode).
@@ -202,8 +347,8 @@ TOKEN_WORDS = st.lists(st.sampled_from(["</w>", "a", "b", "<"]), min_size=1, max
 
 
 @st.composite
-def word_counts(draw):
-    alphabet = draw(st.sampled_from(ALPHABETS))
+def word_counts(draw, mode="char"):
+    alphabet = draw(st.sampled_from(ALPHABETS if mode == "char" else BYTE_ALPHABETS))
     word = draw(st.sampled_from([st.text(alphabet=alphabet, min_size=1, max_size=9), TOKEN_WORDS]))
     words = draw(st.lists(word, min_size=1, max_size=12, unique=True))
     counts = draw(st.lists(st.one_of(st.integers(1, 3), st.integers(1, 60)), min_size=len(words), max_size=len(words)))
@@ -211,14 +356,15 @@ def word_counts(draw):
 
 
 @settings(max_examples=400, deadline=None)
-@given(word_counts(), st.integers(0, 40), st.sampled_from(["char", "byte"]), st.sampled_from(TIES))
-def test_fast_equals_simple_on_word_counts(counts, num_merges, mode, tie):
+@given(st.data(), st.integers(0, 40), st.sampled_from(["char", "byte"]), st.sampled_from(TIES))
+def test_fast_equals_simple_on_word_counts(data, num_merges, mode, tie):
+    counts = data.draw(word_counts(mode))
     expected = simple_trainer.train_bpe(counts, num_merges, mode, tie)
     assert fast_trainer.train_bpe(counts, num_merges, mode, tie) == expected
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet="ab c\n", max_size=80), st.integers(0, 30), st.sampled_from(TIES))
+@given(st.text(alphabet="ab c\né€", max_size=80), st.integers(0, 30), st.sampled_from(TIES))
 def test_fast_equals_simple_on_texts(text, num_merges, tie):
     for word_counts_of, mode in [(pretokenize.count_words, "char"), (pretokenize.count_pretokens, "byte")]:
         counts = word_counts_of(text)
@@ -251,9 +397,10 @@ def test_fast_equals_simple_with_huge_counts(counts, num_merges, tie, scale):
 
 
 @settings(max_examples=60, deadline=None)
-@given(word_counts(), st.integers(0, 30), st.sampled_from(["char", "byte"]), st.sampled_from(TIES))
-def test_fast_equals_simple_when_the_packed_sort_would_overflow(counts, num_merges, mode, tie):
+@given(st.data(), st.integers(0, 30), st.sampled_from(["char", "byte"]), st.sampled_from(TIES))
+def test_fast_equals_simple_when_the_packed_sort_would_overflow(data, num_merges, mode, tie):
     """The initial index falls back to a stable argsort when (pair, position) would not fit an int64."""
+    counts = data.draw(word_counts(mode))
     original = fast_trainer.PACKED_SORT_BELOW
     fast_trainer.PACKED_SORT_BELOW = 0  # hypothesis and monkeypatch do not mix: restore by hand
     try:

@@ -23,7 +23,8 @@ Positions run in corpus order, so the course's tie rule ("the pair seen first") 
 positions: the winner is the pair whose first live position is smallest. The heap key is
 a lower bound of that position; the exact position (the smallest live one) is worked out
 only when two pairs really share the highest count. With ``tie="lexicographic"`` the key
-is the pair's strings, inverted so that the heap's smallest is the greatest pair.
+is the pair's strings (char mode) or the bytes they stand for (byte mode), inverted so
+that the heap's smallest is the greatest pair.
 
     >>> train_bpe({"low": 2, "lower": 1}, 3)
     [('l', 'o'), ('lo', 'w'), ('low', '</w>')]
@@ -39,7 +40,8 @@ from operator import mul
 
 import numpy as np
 
-from autograder.reference.pretokenize import count_pretokens, count_words, count_words_parallel
+from autograder.reference.pretokenize import (BYTE_OF_CHARACTER, count_pretokens, count_words,
+                                               count_words_parallel, split_on_special_tokens, symbol_bytes)
 from autograder.reference.simple_trainer import END_OF_WORD, Pair, check_arguments
 
 SEPARATOR = -1  # between words: never part of a pair
@@ -100,6 +102,8 @@ class _Trainer:
         characters = sorted(set(text))
         self.strings: list[str] = characters + ([END_OF_WORD] if mode == "char" else [])
         self.ids = {string: number for number, string in enumerate(self.strings)}
+        # What a tie compares, per character: its code point (char mode), its byte (byte mode).
+        self.rank_of = ord if mode == "char" else BYTE_OF_CHARACTER.__getitem__
         self.inverted = [*map(self._inverted, self.strings)] if tie != "first" else None
         # Pair (a, b) is the int a * width + b: every id a merge can make is below width.
         # Each merge leaves at least one symbol fewer, and every word keeps one.
@@ -179,13 +183,14 @@ class _Trainer:
         inverted = self.inverted
         return inverted[a], inverted[b]
 
-    @staticmethod
-    def _inverted(string: str) -> tuple:
-        """``string``'s code points negated, then 1: smaller exactly when ``string`` is greater.
+    def _inverted(self, string: str) -> tuple:
+        """``string``'s code points (bytes in byte mode) negated, then 1: smaller exactly when ``string`` is greater.
 
         ``"ab" -> (-97, -98, 1)``; ``"abc" -> (-97, -98, -99, 1)`` comes first, as ``"abc" > "ab"``.
+        In byte mode ``"Ġ" -> (-32, 1)`` (the space), in char mode ``(-288, 1)`` (U+0120).
         """
-        return tuple([-ord(character) for character in string] + [1])
+        rank_of = self.rank_of
+        return tuple([-rank_of(character) for character in string] + [1])
 
     def live_places(self, pair: int) -> np.ndarray:
         """Ascending positions where ``pair`` occurs now (stale ones dropped for good)."""
@@ -355,14 +360,44 @@ def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",
 
 
 def train_bpe_on_text(text: str, num_merges: int, mode: str = "char", tie: str = "first",
-                      verbose: bool = False, parallel_count: bool = False) -> list[Pair]:
+                      verbose: bool = False, parallel_count: bool = False,
+                      special_tokens: tuple[str, ...] | list[str] = ()) -> list[Pair]:
     """Count the words of ``text``, then ``train_bpe``.
 
-    ``parallel_count`` counts whitespace words on two cores (a forked process; avoid it in
-    programs that run threads). ``("low low lower", 1) -> [("l", "o")]``
+    ``special_tokens`` (``["<|endoftext|>"]``, say) cut the text where they occur and are
+    dropped, so that no merge spans one. ``parallel_count`` counts whitespace words on two
+    cores (a forked process; avoid it in programs that run threads).
+    ``("low low lower", 1) -> [("l", "o")]``
     """
-    if mode == "char":
-        word_counts = count_words_parallel(text) if parallel_count else count_words(text)
+    if mode == "byte":
+        word_counts = count_pretokens(text, special_tokens)
     else:
-        word_counts = count_pretokens(text)
+        if special_tokens:  # a special token is a word boundary, like whitespace
+            text = " ".join(split_on_special_tokens(text, special_tokens))
+        word_counts = count_words_parallel(text) if parallel_count else count_words(text)
     return train_bpe(word_counts, num_merges, mode, tie, verbose)
+
+
+BYTES = 256  # a byte-level vocabulary starts with every byte
+
+
+def train_byte_level_bpe(text: str, vocab_size: int, special_tokens: tuple[str, ...] | list[str] = ()
+                         ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
+    """A CS336-style run: byte-level BPE to ``vocab_size`` = 256 + special tokens + merges.
+
+    GPT-2 pre-tokenization, special tokens never merged across and each kept as one token,
+    ties to the greater pair of bytes. Returns ``(vocab, merges)`` as CS336's ``train_bpe``
+    does: ``vocab`` maps ids to bytes (the 256 bytes, then the special tokens, then one
+    token per merge, fewer if the text runs out of pairs); ``merges`` are pairs of bytes.
+
+    ``("hug hug", 258) -> merges [(b"u", b"g"), (b"h", b"ug")]``
+    """
+    num_merges = vocab_size - BYTES - len(special_tokens)
+    if num_merges < 0:
+        raise ValueError(f"vocab_size {vocab_size} is below 256 bytes + {len(special_tokens)} special tokens")
+    merged = train_bpe_on_text(text, num_merges, mode="byte", tie="lexicographic", special_tokens=special_tokens)
+    merges = [(symbol_bytes(a), symbol_bytes(b)) for a, b in merged]
+    tokens = [bytes([byte]) for byte in range(BYTES)]
+    tokens += [special.encode("utf-8") for special in special_tokens]
+    tokens += [a + b for a, b in merges]
+    return dict(enumerate(tokens)), merges

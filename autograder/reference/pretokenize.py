@@ -9,17 +9,27 @@ Two ways of cutting text into words:
 * ``count_words``: split on whitespace (``str.split()``), the character-level labs' words;
 * ``count_pretokens``: GPT-2's pre-tokenization, every byte shown as one printable
   character, a leading space as ``Ġ``. ``tokenizers``' ``ByteLevel(add_prefix_space=False)``
-  pre-tokenizer reproduces it offline, so nothing is downloaded.
+  pre-tokenizer reproduces it offline, so nothing is downloaded. Special tokens such as
+  ``<|endoftext|>`` cut the text first: no pre-token spans one, and none is counted.
+
+``symbol_bytes`` turns such a printable string back into the bytes it stands for; the
+byte-level tie rule compares those bytes (``Ġ`` is U+0120 as a character, 0x20 as a byte).
 
     >>> count_words("the cat the")
     {'the': 2, 'cat': 1}
     >>> count_pretokens("the cat the")
     {'the': 1, 'Ġcat': 1, 'Ġthe': 1}
+    >>> count_pretokens("a<|endoftext|> a", special_tokens=["<|endoftext|>"])
+    {'a': 1, 'Ġa': 1}
+    >>> symbol_bytes("Ġcaf") + symbol_bytes("Ã©")
+    b' caf\\xc3\\xa9'
 """
 from __future__ import annotations
 
 import multiprocessing
+import re
 from collections import Counter
+from collections.abc import Iterable
 
 from tokenizers.pre_tokenizers import ByteLevel
 
@@ -42,12 +52,58 @@ def pretokenize_gpt2(text: str) -> list[str]:
     return [piece for piece, _offsets in _GPT2_PRE_TOKENIZER.pre_tokenize_str(text)]
 
 
-def count_pretokens(text: str) -> dict[str, int]:
+def _gpt2_byte_characters() -> list[str]:
+    """The printable character GPT-2 shows for each byte 0..255.
+
+    Bytes that print as themselves in Latin-1 (``!``..``~``, ``¡``..``¬``, ``®``..``ÿ``) keep
+    their character; the other 68 (controls, space, 0x7F..0xA0, soft hyphen) take U+0100,
+    U+0101, ... in byte order: the space, 0x20, is the 33rd, ``Ġ`` (U+0120).
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    characters, next_free = [], 256
+    for byte in range(256):
+        if byte in printable:
+            characters.append(chr(byte))
+        else:
+            characters.append(chr(next_free))
+            next_free += 1
+    return characters
+
+
+BYTE_CHARACTERS = _gpt2_byte_characters()
+BYTE_OF_CHARACTER = {character: byte for byte, character in enumerate(BYTE_CHARACTERS)}
+
+
+def symbol_bytes(symbol: str) -> bytes:
+    """The bytes a byte-level symbol stands for: ``"Ġa" -> b" a"``, ``"Ã©" -> "é".encode()``.
+
+    Raises ``KeyError`` on a character that is not one of GPT-2's 256 byte characters.
+    """
+    return bytes([BYTE_OF_CHARACTER[character] for character in symbol])
+
+
+def split_on_special_tokens(text: str, special_tokens: Iterable[str] = ()) -> list[str]:
+    """The pieces of ``text`` between special tokens, which are dropped.
+
+    A longer special token wins over one it starts with.
+    ``("a<|endoftext|>b", ["<|endoftext|>"]) -> ["a", "b"]``
+    """
+    specials = sorted(set(special_tokens), key=len, reverse=True)
+    if not specials:
+        return [text]
+    return re.split("|".join(map(re.escape, specials)), text)
+
+
+def count_pretokens(text: str, special_tokens: Iterable[str] = ()) -> dict[str, int]:
     """GPT-2 pre-tokens and their counts, in order of first occurrence.
 
-    ``"a a" -> {"a": 1, "Ġa": 1}``
+    Special tokens cut the text and are not counted (CS336's rule: nothing is merged
+    across them). ``"a a" -> {"a": 1, "Ġa": 1}``
     """
-    return dict(Counter(pretokenize_gpt2(text)))
+    counts: Counter = Counter()
+    for piece in split_on_special_tokens(text, special_tokens):
+        counts.update(pretokenize_gpt2(piece))
+    return dict(counts)
 
 
 _TEXT_FOR_CHILD = ""  # set just before forking: the child reads it without a copy through a pipe

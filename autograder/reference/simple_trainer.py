@@ -10,7 +10,7 @@ words first appear in the corpus (``pretokenize.count_words`` makes one).
   ``</w>``: ``"low" -> ["l", "o", "w", "</w>"]``.
 * ``mode="byte"``: a word is a GPT-2 pre-token (``pretokenize.count_pretokens``), already
   written with one printable character per byte (``"Ġlow"``); its symbols are those
-  characters and there is no end-of-word symbol.
+  characters and there is no end-of-word symbol. Any other character is refused.
 
 Each step counts adjacent pairs inside words, every occurrence weighted by its word's
 count, and merges the most frequent pair everywhere, left to right, never overlapping.
@@ -19,8 +19,11 @@ On equal counts:
 * ``tie="first"`` (the course rule): the pair seen first in corpus order wins, i.e. the
   first maximal key of a ``Counter`` filled by scanning the words in first-occurrence
   order, each left to right;
-* ``tie="lexicographic"``: the greatest pair, comparing ``(a, b)`` tuples of strings
-  (CS336 style: ``max`` over ``(count, pair)``).
+* ``tie="lexicographic"``: the greatest pair ``(a, b)`` (``max`` over ``(count, pair)``).
+  In char mode ``a`` and ``b`` compare as strings. In byte mode they compare as the
+  **bytes** they stand for, as CS336's ``train_bpe`` does: ``Ġ`` is the space, 0x20, below
+  every letter, although the character U+0120 is above them. ``("Ġ", "a")`` beats
+  ``("z", "a")`` as strings; ``("z", "a")`` wins as bytes.
 
     >>> train_bpe({"low": 2, "lower": 1}, 3)
     [('l', 'o'), ('lo', 'w'), ('low', '</w>')]
@@ -34,6 +37,7 @@ from __future__ import annotations
 from collections import Counter
 
 from autograder.reference.char_bpe import merge_pair_in_word
+from autograder.reference.pretokenize import BYTE_OF_CHARACTER, symbol_bytes
 
 END_OF_WORD = "</w>"
 MODES = ("char", "byte")
@@ -62,6 +66,11 @@ def check_arguments(word_counts: dict[str, int], num_merges: int, mode: str, tie
     for word, count in word_counts.items():
         if not word or type(count) is not int or count <= 0:
             raise ValueError(f"every word must be non-empty with a positive int count: {word!r}: {count!r}")
+    if mode == "byte":
+        others = set("".join(word_counts)).difference(BYTE_OF_CHARACTER)
+        if others:
+            raise ValueError(f"byte mode takes GPT-2's byte characters only (pretokenize.count_pretokens "
+                             f"writes them), not {sorted(others)[:5]!r}")
 
 
 def count_pairs(words: list[tuple[list[str], int]]) -> Counter:
@@ -76,17 +85,27 @@ def count_pairs(words: list[tuple[list[str], int]]) -> Counter:
     return counts
 
 
-def best_pair(counts: Counter, tie: str = "first") -> Pair | None:
+def tie_key(pair: Pair, mode: str = "char") -> tuple:
+    """What ``tie="lexicographic"`` compares: the strings (char mode), the bytes (byte mode).
+
+    ``("Ġ", "a")`` -> ``("Ġ", "a")`` in char mode, ``(b" ", b"a")`` in byte mode.
+    """
+    return pair if mode == "char" else (symbol_bytes(pair[0]), symbol_bytes(pair[1]))
+
+
+def best_pair(counts: Counter, tie: str = "first", mode: str = "char") -> Pair | None:
     """The pair to merge next, ``None`` when there is none.
 
     ``Counter({("a", "b"): 2, ("c", "d"): 2})`` -> ``("a", "b")`` with ``tie="first"``
     (counted first), ``("c", "d")`` with ``tie="lexicographic"`` (greater).
+    ``Counter({("Ġ", "a"): 2, ("z", "a"): 2})`` with ``tie="lexicographic"`` -> ``("Ġ", "a")``
+    in char mode (U+0120 > "z"), ``("z", "a")`` in byte mode (0x20 < 0x7A).
     """
     if not counts:
         return None
     if tie == "first":
         return max(counts, key=counts.__getitem__)  # max keeps the first maximal key
-    return max(counts.items(), key=lambda item: (item[1], item[0]))[0]
+    return max(counts.items(), key=lambda item: (item[1], tie_key(item[0], mode)))[0]
 
 
 # Join each occurrence of a pair, left to right, never overlapping:
@@ -105,7 +124,7 @@ def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",
     words = [(word_symbols(word, mode), count) for word, count in word_counts.items()]
     merges: list[Pair] = []
     for _ in range(num_merges):
-        pair = best_pair(count_pairs(words), tie)
+        pair = best_pair(count_pairs(words), tie, mode)
         if pair is None:
             break
         merges.append(pair)
