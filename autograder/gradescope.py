@@ -71,12 +71,14 @@ def _tree(folder: Path) -> list[Path]:
 
 
 def zip_members(lab_id: str, data_dir: Path | None = None) -> tuple[dict[str, Path], str]:
-    """Archive name -> file on disk, for every course file the lab's grading needs; and the data
-    folder's name inside the zip.
+    """Archive name -> file on disk, for every course file the lab's grading needs; and the name
+    inside the zip of the folder the notebooks load corpora from.
 
-    Data: the lab documents (``data/documents``) and the stand-in corpora always; ``data_dir``, if
-    given, is shipped too and becomes the folder the notebooks load corpora from.
+    Data: the course's ``data/`` folder, which the student's kernel sees as ``./data`` (the lab
+    documents, the stand-in corpora); and ``data_dir`` (default: the command line's, the stand-ins)
+    as ``data/course/`` if it lies outside the repository.
     """
+    from autograder.grade import DEFAULT_DATA_DIR
     from autograder.labs import get_lab
 
     lab = get_lab(lab_id)
@@ -91,18 +93,14 @@ def zip_members(lab_id: str, data_dir: Path | None = None) -> tuple[dict[str, Pa
     add(lab.solution_path)
     add(lab.student_path)
     add(REPO_ROOT / "requirements.txt")
-    for folder in ("documents", "standins"):
-        for path in _tree(REPO_ROOT / "data" / folder):
-            add(path)
-    shipped_data = "data/standins"
-    if data_dir is not None:
-        data_dir = Path(data_dir).resolve()
-        if data_dir.is_relative_to(REPO_ROOT):
-            shipped_data = data_dir.relative_to(REPO_ROOT).as_posix()
-        else:
-            shipped_data = "data/course"
-        for path in _tree(data_dir):
-            add(path, f"{shipped_data}/{path.relative_to(data_dir).as_posix()}")
+    for path in _tree(REPO_ROOT / "data"):
+        add(path)
+    data_dir = Path(data_dir or DEFAULT_DATA_DIR).resolve()
+    if not data_dir.is_dir():
+        raise FileNotFoundError(f"no data folder {data_dir}")
+    shipped_data = data_dir.relative_to(REPO_ROOT).as_posix() if data_dir.is_relative_to(REPO_ROOT) else "data/course"
+    for path in _tree(data_dir):
+        add(path, f"{shipped_data}/{path.relative_to(data_dir).as_posix()}")
     return members, shipped_data
 
 

@@ -221,14 +221,15 @@ def test_results_show_no_hidden_test_source(gradescope_results, submissions):
         assert not leaked, (case_id, leaked[:3])
 
 
-def test_hidden_inputs_a_submission_smuggles_out_are_redacted(gradescope_results):
+def test_hidden_inputs_a_submission_smuggles_out_stay_out(gradescope_results):
+    """These submissions print or raise the inputs the hidden tests give them; none of those inputs
+    reaches results.json (whose text equals the command line's feedback, checked above)."""
     _, hidden, printed = recorded_inputs()
     shown = printed + "\n".join(cell.source for cell in get_lab("toy_bpe").release_notebook().cells)
     distinct = {value for value in hidden if len(value) >= 12 and value not in shown}
     assert len(distinct) > 50
     for case_id in LEAK_CASES:
         text = json.dumps(gradescope_results[case_id][0], ensure_ascii=False)
-        assert "[hidden input]" in text, case_id  # the code did leak inputs, and they were replaced
         assert not sorted(value for value in distinct if value in text), case_id
 
 
