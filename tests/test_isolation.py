@@ -192,3 +192,15 @@ def test_require_isolation_refuses_the_fence():
     result = run_child(code, {"BPE_LABS_ISOLATION": "fence"})
     assert "refused: kernel isolation was required" in result.stdout, result.stderr
     assert "started" not in result.stdout
+
+
+def test_the_cli_refuses_to_grade_without_isolation_when_required(tmp_path):
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    (submissions / "ann_toy_bpe.ipynb").write_text("{}")
+    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out"),
+                             "--require-isolation", "--quiet"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "BPE_LABS_ISOLATION": "fence"})
+    assert result.returncode == 2
+    assert "--require-isolation" in result.stderr and "nothing was graded" in result.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists()
