@@ -134,6 +134,39 @@ def restrict_filesystem_and_network(rules: list[tuple[str, int]], abi: int | Non
     return abi
 
 
+def rules_excluding(roots: list[str], rights: int, excluded: list[str]) -> list[tuple[str, int]]:
+    """Rules that grant ``rights`` beneath every root except beneath the ``excluded`` paths.
+
+    Landlock only allows; to leave out, say, the grader's own package inside site-packages (where
+    ``pip install .`` puts it), a root that contains an excluded path is granted its listing only
+    (the import system lists site-packages) and each of its children is granted alone, recursively.
+
+        >>> rules_excluding(["/usr"], READ_ONLY, ["/etc"])
+        [('/usr', 13)]
+    """
+    excluded = [os.path.realpath(path) for path in excluded]
+    rules: list[tuple[str, int]] = []
+
+    def grant(path: str) -> None:
+        real = os.path.realpath(path)
+        if any(real == x for x in excluded):
+            return
+        if not any(x.startswith(real.rstrip("/") + "/") for x in excluded):
+            rules.append((path, rights))
+            return
+        rules.append((path, ACCESS_FS_READ_DIR))
+        try:
+            children = sorted(os.listdir(path))
+        except OSError:
+            return
+        for child in children:
+            grant(os.path.join(path, child))
+
+    for root in roots:
+        grant(root)
+    return rules
+
+
 # -- prctl, seccomp ---------------------------------------------------------------------------
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4

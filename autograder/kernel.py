@@ -31,6 +31,8 @@ from autograder import REPO_ROOT, codec
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
 ISOLATION_MODULE = Path(__file__).with_name("isolation.py")
+# Never readable by a kernel, wherever it is installed (``pip install .`` puts it in site-packages).
+PACKAGE_DIR = Path(__file__).resolve().parent
 KERNEL_NAME = "bpe-labs-sandbox"
 CODEC_MODULE = "_bpe_labs_codec"
 # Read once: every kernel of a run must speak the same protocol as this process, even if the
@@ -226,7 +228,7 @@ class KernelSession:
             allowed.append(self.data_dir)
         settings = {"mode": "boundary" if self.isolation.startswith("landlock") else "fence",
                     "memory_bytes": self.limits.memory_bytes,
-                    "denied": [str(p) for p in (REPO_ROOT, *self.denied)],
+                    "denied": [str(p) for p in (REPO_ROOT, PACKAGE_DIR, *self.denied)],
                     "allowed": [str(p) for p in allowed]}
         if settings["mode"] == "boundary":
             settings.update(

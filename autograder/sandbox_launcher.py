@@ -70,7 +70,7 @@ def install_fence(settings):
 
 def landlock_rules(settings, own_proc):
     iso = bpe_isolation
-    rules = [(path, iso.READ_ONLY) for path in settings["read_only"]]
+    rules = iso.rules_excluding(settings["read_only"], iso.READ_ONLY, settings["denied"])
     rules += [(settings["workdir"], iso.READ_WRITE), (settings["sockets_dir"], iso.SOCKETS_ONLY),
               (settings["connection_file"], iso.ACCESS_FS_READ_FILE),
               ("/dev/null", iso.ACCESS_FS_READ_FILE | iso.ACCESS_FS_WRITE_FILE | iso.ACCESS_FS_TRUNCATE),
