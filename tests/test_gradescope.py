@@ -80,11 +80,11 @@ def unpack(zip_path: Path, root: Path) -> Path:
     return root
 
 
-def run_autograder(root: Path) -> subprocess.CompletedProcess:
+def run_autograder(root: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
     """As Gradescope does: /autograder/run_autograder from /autograder, with nothing of this checkout
     on the Python path, so that only the unpacked zip can be used."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "BPE_LABS_DATA")}
-    env.update(BPE_LABS_GRADESCOPE_ROOT=str(root), BPE_LABS_PYTHON=sys.executable)
+    env.update(BPE_LABS_GRADESCOPE_ROOT=str(root), BPE_LABS_PYTHON=python)
     return subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -267,3 +267,13 @@ def test_a_notebook_in_a_subfolder_is_found(zips, tmp_path):
     run = run_autograder(root)
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert run.returncode == 0 and 0 < results["score"] < get_lab("toy_bpe").max_score, results["output"]
+
+
+def test_a_grader_that_dies_still_leaves_results(zips, tmp_path):
+    """If the grading process itself is killed, run_autograder writes a score of 0 and a reason."""
+    root = unpack(zips["toy_bpe"], tmp_path / "autograder")
+    (root / "submission" / "toy_bpe.ipynb").write_bytes((SUBMISSIONS / "toy-correct.ipynb").read_bytes())
+    run = run_autograder(root, python=shutil.which("false"))
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    jsonschema.validate(results, RESULTS_SCHEMA)
+    assert run.returncode == 0 and results["score"] == 0 and "Please tell your instructor" in results["output"]
