@@ -59,69 +59,100 @@ def _role(cell) -> str:
     return "markdown"
 
 
-def match_cells(release: tuple, cells: list) -> dict[int, int]:
-    """Release index -> submission index."""
-    matched: dict[int, int] = {}
-    used: set[int] = set()
+class Matching:
+    """Release index -> submission index, built by the passes of :func:`match_cells`; each pass
+    claims only cells that no earlier pass claimed."""
 
-    def claim(r, s):
-        matched[r] = s
-        used.add(s)
+    def __init__(self, release: tuple, cells: list):
+        self.release, self.cells = release, cells
+        self.matched: dict[int, int] = {}
+        self.used: set[int] = set()
 
-    by_grade_id = {}
-    for s, cell in enumerate(cells):
+    def claim(self, r: int, s: int) -> None:
+        self.matched[r] = s
+        self.used.add(s)
+
+    def unclaimed_between_neighbours(self, r: int) -> list[int]:
+        """Unclaimed, non-empty submission cells between the matches of release cell ``r``'s neighbours."""
+        before = max((self.matched[q] for q in self.matched if q < r), default=-1)
+        after = min((self.matched[q] for q in self.matched if q > r), default=len(self.cells))
+        return [s for s in range(before + 1, after) if s not in self.used and self.cells[s].source.strip()]
+
+
+def match_by_ids(m: Matching) -> None:
+    """Pass 1: nbgrader's ``grade_id``, then the cell id (an answer cell by id alone; any other cell
+    by id only if its text is unchanged: editors copy ids into new cells)."""
+    by_grade_id: dict[str, int] = {}
+    for s, cell in enumerate(m.cells):
         grade_id = nbgrader_meta(cell).get("grade_id")
         if grade_id and grade_id not in by_grade_id:
             by_grade_id[grade_id] = s
-    by_id = {cell.get("id"): s for s, cell in enumerate(cells) if cell.get("id")}
-    for r, cell in enumerate(release):
+    by_id = {cell.get("id"): s for s, cell in enumerate(m.cells) if cell.get("id")}
+    for r, cell in enumerate(m.release):
         grade_id = nbgrader_meta(cell).get("grade_id")
-        if grade_id in by_grade_id and by_grade_id[grade_id] not in used:
-            claim(r, by_grade_id[grade_id])
-        elif cell.get("id") in by_id and by_id[cell.get("id")] not in used and (
-                _role(cell) == "answer" or _norm(cells[by_id[cell["id"]]].source) == _norm(cell.source)):
-            claim(r, by_id[cell["id"]])
-    # Given cells, checks and text by their exact content.
+        if grade_id in by_grade_id and by_grade_id[grade_id] not in m.used:
+            m.claim(r, by_grade_id[grade_id])
+        elif cell.get("id") in by_id and by_id[cell.get("id")] not in m.used and (
+                _role(cell) == "answer" or _norm(m.cells[by_id[cell["id"]]].source) == _norm(cell.source)):
+            m.claim(r, by_id[cell["id"]])
+
+
+def match_by_text(m: Matching) -> None:
+    """Pass 2: given cells, checks and text by their exact content (whitespace aside)."""
     by_text: dict[str, list[int]] = {}
-    for s, cell in enumerate(cells):
-        if s not in used:
+    for s, cell in enumerate(m.cells):
+        if s not in m.used:
             by_text.setdefault(_norm(cell.source), []).append(s)
-    for r, cell in enumerate(release):
-        if r in matched or _role(cell) == "answer" or not cell.source.strip():
+    for r, cell in enumerate(m.release):
+        if r in m.matched or _role(cell) == "answer" or not cell.source.strip():
             continue
-        candidates = [s for s in by_text.get(_norm(cell.source), []) if s not in used]
+        candidates = [s for s in by_text.get(_norm(cell.source), []) if s not in m.used]
         if candidates:
-            claim(r, candidates[0])
-    # Answer cells: the most template-like unclaimed cell between the matched neighbours.
-    for r, cell in enumerate(release):
-        if r in matched or _role(cell) != "answer":
+            m.claim(r, candidates[0])
+
+
+def match_answers_by_place(m: Matching) -> None:
+    """Pass 3: an answer cell is the most template-like unclaimed cell between its matched
+    neighbours; defining the template's function counts for a lot."""
+    for r, cell in enumerate(m.release):
+        if r in m.matched or _role(cell) != "answer":
             continue
-        before = max((matched[q] for q in matched if q < r), default=-1)
-        after = min((matched[q] for q in matched if q > r), default=len(cells))
-        window = [s for s in range(before + 1, after) if s not in used and cells[s].source.strip()]
+        window = m.unclaimed_between_neighbours(r)
         if not window:
             continue
-        scored = [(difflib.SequenceMatcher(None, cell.source, cells[s].source).ratio(), s) for s in window]
         names = re.findall(r"^def (\w+)", cell.source, re.M)
-        scored = [(score + (1 if any(re.search(rf"^\s*def {n}\b", cells[s].source, re.M) for n in names) else 0), s)
-                  for score, s in scored]
-        best_score, best = max(scored)
+
+        def likeness(s: int) -> float:
+            defines = any(re.search(rf"^\s*def {n}\b", m.cells[s].source, re.M) for n in names)
+            return difflib.SequenceMatcher(None, cell.source, m.cells[s].source).ratio() + (1 if defines else 0)
+
+        best_score, best = max((likeness(s), s) for s in window)
         if best_score >= 0.3:
-            claim(r, best)
-    # Given cells and checks edited in a file that lost its metadata: the most alike unclaimed code
-    # cell between the matched neighbours, if it is clearly the same cell (then it is restored, and
-    # the edited copy is not run as a cell of the student's own).
-    for r, cell in enumerate(release):
-        if r in matched or _role(cell) not in ("given", "test") or not cell.source.strip():
+            m.claim(r, best)
+
+
+def match_edited_given_cells(m: Matching) -> None:
+    """Pass 4: a given cell or check edited in a file that lost its metadata: the most alike
+    unclaimed code cell between the matched neighbours, if clearly the same cell (it is then
+    restored, and the edited copy is not run as a cell of the student's own)."""
+    for r, cell in enumerate(m.release):
+        if r in m.matched or _role(cell) not in ("given", "test") or not cell.source.strip():
             continue
-        before = max((matched[q] for q in matched if q < r), default=-1)
-        after = min((matched[q] for q in matched if q > r), default=len(cells))
-        window = [s for s in range(before + 1, after)
-                  if s not in used and cells[s].get("cell_type") == "code" and cells[s].source.strip()]
-        scored = [(difflib.SequenceMatcher(None, _norm(cell.source), _norm(cells[s].source)).ratio(), s) for s in window]
+        window = [s for s in m.unclaimed_between_neighbours(r) if m.cells[s].get("cell_type") == "code"]
+        scored = [(difflib.SequenceMatcher(None, _norm(cell.source), _norm(m.cells[s].source)).ratio(), s) for s in window]
         if scored and max(scored)[0] >= EDITED_GIVEN_LIKENESS:
-            claim(r, max(scored)[1])
-    return matched
+            m.claim(r, max(scored)[1])
+
+
+MATCHING_PASSES = (match_by_ids, match_by_text, match_answers_by_place, match_edited_given_cells)
+
+
+def match_cells(release: tuple, cells: list) -> dict[int, int]:
+    """Release index -> submission index: the passes of ``MATCHING_PASSES`` in order."""
+    matching = Matching(release, cells)
+    for match_pass in MATCHING_PASSES:
+        match_pass(matching)
+    return matching.matched
 
 
 def _out_of_order(matched: dict[int, int]) -> set[int]:
