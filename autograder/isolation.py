@@ -295,38 +295,67 @@ def make_mounts_private() -> None:
 
 def mount_private_tmpfs(path: str, size_bytes: int, uid: int | None, gid: int | None) -> None:
     options = f"size={max(size_bytes, 1 << 20)},mode=0700" + (f",uid={uid},gid={gid}" if uid is not None else "")
+    os.makedirs(path, exist_ok=True)
     mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
 
 
-def mount_own_proc() -> None:
-    """A /proc that shows this PID namespace only (the caller must be its first process)."""
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+MS_RDONLY, MS_REMOUNT, MNT_DETACH = 1, 32, 2
+SYS_PIVOT_ROOT_X86_64 = 155
+# statvfs flags that a read-only remount of a bind mount must keep (the kernel refuses to clear
+# flags locked by a more privileged namespace); they have the same values as the MS_ flags.
+KEPT_MOUNT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
 
 
-def expose_beneath_closed_parents(paths: list[str]) -> None:
-    """Let an unprivileged uid reach ``paths`` whose ancestors it may not traverse (``/root`` is
-    0700, and pyenv puts Python under it): mount a 0755 tmpfs over the closed ancestor and bind
-    the needed folders back at their own paths. Only this mount namespace sees it."""
-    by_ancestor: dict[str, list[tuple[str, int]]] = {}
-    for path in paths:
-        path = os.path.realpath(path)
-        ancestor = next((a for a in _ancestors(path) if not os.stat(a).st_mode & 0o001), None)
-        if ancestor is None or ancestor == path:
+def bind(source: str, target: str, read_only: bool) -> None:
+    """Bind ``source`` (a folder or a file) at ``target``, read-only if asked."""
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target):
+            open(target, "a").close()
+    mount(source, target, None, MS_BIND | MS_REC)
+    if read_only:
+        kept = os.statvfs(source).f_flag & KEPT_MOUNT_FLAGS
+        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | kept)
+
+
+def build_root(new_root: str, read_only: list[str], read_write: list[str], devices: list[str]) -> None:
+    """A root file system for the kernel, on a tmpfs at ``new_root``: only the given paths, each at its
+    own path, bound read-only (``read_only``, ``devices``) or read-write (``read_write``). Symbolic
+    links among ``read_only`` (``/lib -> usr/lib``) are copied as links. Everything else, and so every
+    Unix socket on the machine, does not exist there."""
+    mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
+    done: list[str] = []
+    for path in sorted(set(read_only), key=len):
+        if not os.path.lexists(path) or any(path == d or path.startswith(d.rstrip("/") + "/") for d in done):
             continue
-        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)  # the real folder, before it is covered
-        by_ancestor.setdefault(ancestor, []).append((path, fd))
-    for ancestor, entries in by_ancestor.items():
-        mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-        for path, fd in entries:
-            os.makedirs(path, exist_ok=True)
-            mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-            os.close(fd)
+        target = new_root + path
+        if os.path.islink(path):
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            os.symlink(os.readlink(path), target)
+            continue
+        bind(path, target, read_only=True)
+        done.append(path)
+    for path in read_write:
+        bind(path, new_root + path, read_only=False)
+    for device in devices:
+        if os.path.exists(device):
+            target = new_root + device
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            open(target, "a").close()
+            mount(device, target, None, MS_BIND)
+    os.makedirs(new_root + "/proc", exist_ok=True)
+    os.makedirs(new_root + "/tmp", mode=0o755, exist_ok=True)
+    os.makedirs(new_root + "/.old-root", exist_ok=True)
 
 
-def _ancestors(path: str) -> list[str]:
-    """``"/a/b/c" -> ["/a", "/a/b"]``: the folders one passes through to reach a path."""
-    parts = path.strip("/").split("/")[:-1]
-    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
+def pivot_into(new_root: str) -> None:
+    """Make ``new_root`` this mount namespace's root and let go of the old one entirely."""
+    _check(libc.syscall(SYS_PIVOT_ROOT_X86_64, os.fsencode(new_root), os.fsencode(new_root + "/.old-root")), "pivot_root")
+    os.chdir("/")
+    _check(libc.umount2(b"/.old-root", MNT_DETACH), "umount old root")
+    mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 # -- users and limits -----------------------------------------------------------------------------

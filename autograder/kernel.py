@@ -95,8 +95,8 @@ def isolation_status() -> str:
         folder = Path(folder)
         shutil.copy(LAUNCHER, folder / "launch_kernel.py")
         shutil.copy(ISOLATION_MODULE, folder / "bpe_isolation.py")
-        (folder / "work").mkdir()
-        (folder / "sockets").mkdir()
+        for name in ("work", "sockets", "root"):
+            (folder / name).mkdir()
         (folder / "connection.json").write_text("{}")
         uid = _kernel_uid() if os.geteuid() == 0 else None
         folder.chmod(0o711)
@@ -106,6 +106,7 @@ def isolation_status() -> str:
         settings = {"mode": "boundary", "probe": True, "memory_bytes": 1024**3, "denied": [], "allowed": [],
                     "uid": uid, "gid": uid, "workdir": str(folder / "work"), "sockets_dir": str(folder / "sockets"),
                     "connection_file": str(folder / "connection.json"), "disk_bytes": 1 << 20, "links": {},
+                    "root_dir": str(folder / "root"),
                     "read_only": [str(p) for p in _python_and_system_folders()], "rlimits": Limits().rlimits()}
         env = {"PATH": os.environ.get("PATH", ""), "BPE_LABS_SANDBOX": json.dumps(settings)}
         probe = subprocess.run([sys.executable, str(folder / "launch_kernel.py")], env=env, capture_output=True,
@@ -180,6 +181,7 @@ class KernelSession:
             folder.chmod(0o711)
         self._sockets = self._private / "sockets"
         self._sockets.mkdir(mode=0o700)
+        (self._private / "root").mkdir()  # where the kernel's own root file system is mounted
         if self._uid is not None:
             os.chown(self.workdir, self._uid, self._uid)
             os.chown(self._sockets, self._uid, self._uid)
@@ -234,6 +236,7 @@ class KernelSession:
             settings.update(
                 uid=self._uid, gid=self._uid, workdir=str(self.workdir), sockets_dir=str(self._sockets),
                 connection_file=self.km.connection_file, disk_bytes=self.limits.disk_bytes,
+                root_dir=str(self._private / "root"),
                 links={"data": str(course_data)},
                 read_only=[str(p) for p in _python_and_system_folders() + [course_data] + ([self.data_dir] if self.data_dir else [])],
                 rlimits=self.limits.rlimits())
@@ -261,6 +264,7 @@ class KernelSession:
         with open(self._private / "kernel.log", "ab") as log:
             self.km.start_kernel(cwd=str(self.workdir), env=self._environment(), stdout=log, stderr=log)
         self.kc = self.km.client()
+        self.kc.context.setsockopt(zmq.MAXMSGSIZE, self.limits.reply_bytes)  # see Limits.reply_bytes
         self.kc.start_channels()
         try:
             self.kc.wait_for_ready(timeout=60)
@@ -291,7 +295,11 @@ class KernelSession:
             self.given_up = "the notebook's time limit was used up"
             return
         self.restarts += 1
-        self._start()
+        try:
+            self._start()
+        except (CallTimeout, KernelDied) as failed:  # out of time while starting, or it died at once
+            self.given_up = f"the kernel could not be restarted ({failed})"
+            return
         replayed = []
         for code, timeout in self._replay:
             if self.seconds_left <= 0:

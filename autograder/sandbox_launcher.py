@@ -9,9 +9,11 @@ neither write nor read, and run as a script: the kernel never has the autograder
    namespaces (a user namespace first when not root) and forks: the child is process 1 of the new
    PID namespace, so when it ends, every process the notebook started ends with it; the child
    also dies with this process (``PR_SET_PDEATHSIG``), which is the one jupyter_client kills;
-2. the child makes its mounts private, mounts its own ``/proc`` (its own processes only), a
-   size-capped tmpfs on its work folder (the disk limit), and, when dropping to an unprivileged
-   uid, re-exposes the Python installation under closed folders such as ``/root``;
+2. the child makes its mounts private and pivots into a root file system of its own (a tmpfs): the
+   Python installation, system libraries and the lab's data bound read-only at their own paths,
+   its socket folder, a few devices, its own ``/proc`` (its own processes only), and a
+   size-capped tmpfs as its work folder (the disk limit). Nothing else exists there: no other
+   file, and no Unix socket of the machine;
 3. rlimits (memory, processes, file size, open files, CPU time, no core files), then the
    unprivileged uid (when the grader is root), no_new_privs, a seccomp filter (no socket family
    but Unix, no ptrace, mount, namespaces, BPF, io_uring...), and Landlock: read-only the Python
@@ -84,22 +86,26 @@ def enter_boundary(settings, parent_alive_fd):
     """Run in process 1 of the new PID namespace: every step of the boundary, in order."""
     iso = bpe_isolation
     uid, gid = settings.get("uid"), settings.get("gid")
+    workdir, new_root = settings["workdir"], settings["root_dir"]
     iso.make_mounts_private()
+    # A root file system of its own: the allowed folders only, so that no other file, and no Unix
+    # socket of the machine (Landlock cannot refuse connecting to one), exists for the kernel.
+    iso.build_root(new_root, settings["read_only"] + ["/sys/devices/system/cpu", settings["connection_file"]],
+                   read_write=[settings["sockets_dir"]], devices=DEVICES)
+    iso.mount_private_tmpfs(new_root + workdir, int(settings["disk_bytes"]), uid, gid)
     own_proc = True
     try:
-        iso.mount_own_proc()
+        iso.mount("proc", new_root + "/proc", "proc", iso.MS_NOSUID | iso.MS_NODEV | iso.MS_NOEXEC)
     except OSError:
-        own_proc = False  # some containers forbid it: Landlock then allows /proc/self only
-    if uid is not None:
-        iso.expose_beneath_closed_parents([*settings["read_only"], settings["workdir"], settings["sockets_dir"]])
-    workdir = settings["workdir"]
-    iso.mount_private_tmpfs(workdir, int(settings["disk_bytes"]), uid, gid)
+        own_proc = False  # some containers forbid it: then no /proc at all
     for name, target in settings.get("links", {}).items():
-        os.symlink(target, os.path.join(workdir, name))
+        os.symlink(target, os.path.join(new_root + workdir, name))
     for folder in ("tmp", ".matplotlib", ".ipython", ".cache"):
-        os.makedirs(os.path.join(workdir, folder), exist_ok=True)
+        path = os.path.join(new_root + workdir, folder)
+        os.makedirs(path, exist_ok=True)
         if uid is not None:
-            os.chown(os.path.join(workdir, folder), uid, gid)
+            os.chown(path, uid, gid)
+    iso.pivot_into(new_root)
     iso.set_limits(settings["rlimits"])
     if uid is not None:
         iso.drop_to_user(uid, gid)
@@ -110,6 +116,9 @@ def enter_boundary(settings, parent_alive_fd):
     iso.install_seccomp_filter()
     iso.restrict_filesystem_and_network(landlock_rules(settings, own_proc))
     os.chdir(workdir)
+
+
+DEVICES = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
 
 
 def run_kernel(settings):

@@ -243,3 +243,56 @@ def test_the_cli_refuses_to_grade_without_isolation_when_required(tmp_path):
     assert result.returncode == 2
     assert "--require-isolation" in result.stderr and "nothing was graded" in result.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
+
+
+@needs_landlock
+def test_no_unix_socket_of_the_machine_exists_for_a_kernel():
+    """Landlock cannot refuse connect() on a pathname Unix socket; the kernel's own root file
+    system leaves every socket of the machine out (here a world-writable listener in /tmp)."""
+    folder = Path(tempfile.mkdtemp(prefix="bpe-socket-"))
+    folder.chmod(0o777)
+    path = folder / "listener.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    path.chmod(0o777)
+    server.listen()
+    server.settimeout(0.2)
+    reached, stop = [], threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                reached.append(server.accept()[0].recv(100))
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        attack = textwrap.dedent(f"""
+            import socket, ctypes
+            try:
+                s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); s.send(b"python"); print("python reached")
+            except OSError as error:
+                print("python", error.errno)
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.socket(1, 1, 0)
+            address = (1).to_bytes(2, "little") + {str(path).encode()!r}.ljust(108, bytes(1))
+            print("libc", libc.connect(fd, address, len(address)), ctypes.get_errno())
+        """)
+        code = f"""
+            import tempfile
+            from pathlib import Path
+            from autograder.kernel import KernelSession, Limits
+            with tempfile.TemporaryDirectory(prefix="bpe-grade-") as work:
+                with KernelSession(Path(work) / "work", Limits(cell_seconds=20)) as session:
+                    print(session.run_cell({attack!r}, capture=True).stdout)
+        """
+        result = run_child(code)
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        server.close()
+    assert result.returncode == 0, result.stderr
+    assert "python 2" in result.stdout and "libc -1 2" in result.stdout, result.stdout  # ENOENT: it does not exist
+    assert not reached
