@@ -2,13 +2,29 @@
 # make test: set up and run every test (solution notebooks under nbval included).
 PYTHON ?= python3
 VENV := .venv
+# The Pythons this kit supports: README.md, pyproject.toml and environment.yml state the same range
+# (tests/test_packaging.py checks it). nbgrader 0.9.6 needs 3.11; on 3.10 pip picks nbgrader 0.9.5.
+PYTHON_VERSIONS := 3.10 3.11 3.12 3.13
+PYTHON_MIN := $(firstword $(PYTHON_VERSIONS))
+PYTHON_MAX := $(lastword $(PYTHON_VERSIONS))
 PY := $(VENV)/bin/python
 OUT ?= out
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup demo notebooks examples test bench clean
+.PHONY: setup demo notebooks examples test test-subset python-versions bench clean
+
+# Before pip runs, one sentence when $(PYTHON) is missing or outside the supported range
+# (written to run on any Python, 2.7 included, so that it can say which one it found).
+GOAL := $(or $(MAKECMDGOALS),setup)
+NEEDS := BPE Labs needs Python $(PYTHON_MIN) to $(PYTHON_MAX)
+RETRY := run make again with a supported one, e.g. make $(GOAL) PYTHON=python3.12
+CHECK_PYTHON := import sys; found = tuple(sys.version_info[:2]); \
+	low, high = [tuple(int(n) for n in v.split(".")) for v in ("$(PYTHON_MIN)", "$(PYTHON_MAX)")]; \
+	sys.exit(None if low <= found <= high else "$(NEEDS), but $(PYTHON) is Python %d.%d: $(RETRY)." % found)
 
 $(VENV)/.installed: requirements.txt
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(NEEDS), but there is no $(PYTHON) on this machine: $(RETRY)." >&2; exit 1; }
+	@$(PYTHON) -c '$(CHECK_PYTHON)'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
@@ -28,6 +44,14 @@ demo: examples
 
 test: setup
 	$(PY) -m pytest
+
+# CI on the other supported Pythons (.ci/run): every solution notebook under nbval, every docstring
+# example (which imports every module), every student notebook filled with its solutions run alone.
+test-subset: setup
+	$(PY) -m pytest solutions autograder tests/test_colab_alone.py
+
+python-versions:
+	@echo $(PYTHON_VERSIONS)
 
 bench: setup
 	$(PY) benchmarks/bench_trainer.py --sizes 1 5
