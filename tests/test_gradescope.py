@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jsonschema
+import nbformat
 import pytest
 
 from adversarial import CASES_BY_ID, correct_notebook
@@ -80,11 +81,11 @@ def unpack(zip_path: Path, root: Path) -> Path:
     return root
 
 
-def run_autograder(root: Path, python: str = sys.executable) -> subprocess.CompletedProcess:
+def run_autograder(root: Path, python: str = sys.executable, **extra_env: str) -> subprocess.CompletedProcess:
     """As Gradescope does: /autograder/run_autograder from /autograder, with nothing of this checkout
     on the Python path, so that only the unpacked zip can be used."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "BPE_LABS_DATA")}
-    env.update(BPE_LABS_GRADESCOPE_ROOT=str(root), BPE_LABS_PYTHON=python)
+    env.update(BPE_LABS_GRADESCOPE_ROOT=str(root), BPE_LABS_PYTHON=python, **extra_env)
     return subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -277,3 +278,24 @@ def test_a_grader_that_dies_still_leaves_results(zips, tmp_path):
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     jsonschema.validate(results, RESULTS_SCHEMA)
     assert run.returncode == 0 and results["score"] == 0 and "Please tell your instructor" in results["output"]
+
+
+# Gradescope's container may lack what the kernel boundary needs (namespaces, Landlock): then the
+# kernel runs behind the fence, which must keep it out of the Gradescope root as well.
+@pytest.mark.parametrize("isolation", ["default", "fence"])
+def test_the_student_kernel_cannot_touch_the_gradescope_root(isolation, zips, tmp_path):
+    """A cell that tries to plant a file in results/ and to read the hidden tests in source/ gets
+    nowhere; the lab's parts are graded as usual and only the grader writes results.json."""
+    root = unpack(zips["toy_bpe"], tmp_path / "autograder")
+    notebook = nbformat.read(SUBMISSIONS / "toy-correct.ipynb", as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        "from pathlib import Path\n"
+        f"Path({str(root / 'results' / 'planted.json')!r}).write_text('{{\"score\": 1000}}')\n"
+        f"hidden = Path({str(root / 'source' / 'solutions' / 'toy_bpe.ipynb')!r}).read_text()\n"
+        "raise RuntimeError('READ THE HIDDEN TESTS')\n"))
+    (root / "submission" / "toy_bpe.ipynb").write_text(nbformat.writes(notebook), encoding="utf-8")
+    run = run_autograder(root, **({"BPE_LABS_ISOLATION": "fence"} if isolation == "fence" else {}))
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    assert run.returncode == 0 and results["score"] == get_lab("toy_bpe").max_score, results["output"]
+    assert not (root / "results" / "planted.json").exists()
+    assert "Cells that did not run" in results["output"] and "READ THE HIDDEN TESTS" not in results["output"]
