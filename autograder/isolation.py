@@ -358,6 +358,87 @@ def pivot_into(new_root: str) -> None:
     mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+# -- control groups: limits for a kernel and every process it starts, together ------------------
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def _own_cgroups() -> dict[str, str]:
+    """Controller -> this process's cgroup path (``""`` is cgroup v2's unified hierarchy)."""
+    found = {}
+    with open("/proc/self/cgroup") as handle:
+        for line in handle:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            for controller in controllers.split(","):
+                found[controller] = path
+    return found
+
+
+def create_kernel_cgroups(name: str, memory_bytes: int, processes: int) -> list[str]:
+    """New cgroups, children of this process's own, that cap the memory and the number of processes
+    of a kernel and all its children together (rlimits count per process: 255 children of 4 GiB each
+    would be 1 TiB). cgroup v2 where its controllers are delegated here, else v1's memory and pids
+    hierarchies. Returns their folders; ``[]`` where none can be made (not root, no delegation)."""
+    own = _own_cgroups()
+    made: list[str] = []
+    try:
+        v2_base = CGROUP_ROOT + own.get("", "/")
+        if os.path.exists(CGROUP_ROOT + "/cgroup.controllers") and {"memory", "pids"} <= set(
+                open(os.path.join(v2_base, "cgroup.subtree_control")).read().split()):
+            folder = os.path.join(v2_base, name)
+            os.mkdir(folder)
+            made.append(folder)
+            _write(folder, "memory.max", memory_bytes)
+            _write(folder, "memory.swap.max", 0, required=False)
+            _write(folder, "pids.max", processes)
+            return made
+        for controller, settings in (("memory", [("memory.limit_in_bytes", memory_bytes),
+                                                 ("memory.memsw.limit_in_bytes", memory_bytes)]),
+                                     ("pids", [("pids.max", processes)])):
+            folder = os.path.join(CGROUP_ROOT, controller + own[controller], name)
+            os.mkdir(folder)
+            made.append(folder)
+            for index, (setting, value) in enumerate(settings):
+                _write(folder, setting, value, required=index == 0)
+        return made
+    except (OSError, KeyError):
+        remove_cgroups(made)
+        return []
+
+
+def _write(folder: str, setting: str, value: int, required: bool = True) -> None:
+    try:
+        with open(os.path.join(folder, setting), "w") as handle:
+            handle.write(str(value))
+    except OSError:
+        if required:
+            raise
+
+
+def join_cgroups(folders: list[str]) -> None:
+    """Move this process (and so everything it will start) into ``folders``."""
+    for folder in folders:
+        with open(os.path.join(folder, "cgroup.procs"), "w") as handle:
+            handle.write(str(os.getpid()))
+
+
+def remove_cgroups(folders: list[str], wait_seconds: float = 5.0) -> None:
+    """Remove the folders once their processes are gone (a killed kernel takes a moment to exit)."""
+    import time
+
+    deadline = time.monotonic() + wait_seconds
+    for folder in folders:
+        while True:
+            try:
+                os.rmdir(folder)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+
+
 # -- users and limits -----------------------------------------------------------------------------
 def drop_to_user(uid: int, gid: int) -> None:
     os.setgroups([])

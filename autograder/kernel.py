@@ -27,7 +27,7 @@ import zmq
 from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 
-from autograder import REPO_ROOT, codec
+from autograder import REPO_ROOT, codec, isolation
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
 ISOLATION_MODULE = Path(__file__).with_name("isolation.py")
@@ -86,8 +86,6 @@ def isolation_status() -> str:
         return "fence (BPE_LABS_ISOLATION=fence)"
     if not sys.platform.startswith("linux"):
         return f"fence (no Landlock on {sys.platform})"
-    from autograder import isolation
-
     abi = isolation.landlock_abi()
     if abi < 1:
         return "fence (this Linux kernel has no Landlock)"
@@ -114,8 +112,10 @@ def isolation_status() -> str:
     if probe.returncode != 0:
         why = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
         return f"fence (the boundary could not be built: {why})"
+    cgroups = isolation.create_kernel_cgroups(f"bpe-probe-{os.getpid()}", 1 << 30, 64)
+    isolation.remove_cgroups(cgroups)
     parts = [f"landlock-abi{abi}", "seccomp" if platform.machine() == "x86_64" else "", "netns", "pidns",
-             "uid" if uid is not None else "userns"]
+             "uid" if uid is not None else "userns", "cgroup" if cgroups else ""]
     return "+".join(part for part in parts if part)
 
 
@@ -181,6 +181,9 @@ class KernelSession:
             folder.chmod(0o711)
         self._sockets = self._private / "sockets"
         self._sockets.mkdir(mode=0o700)
+        # Memory and processes of the kernel and all its children together (rlimits are per process).
+        self._cgroups = (isolation.create_kernel_cgroups(self._private.name, self.limits.memory_bytes, self.limits.processes)
+                         if "cgroup" in self.isolation else [])
         (self._private / "root").mkdir()  # where the kernel's own root file system is mounted
         if self._uid is not None:
             os.chown(self.workdir, self._uid, self._uid)
@@ -203,15 +206,16 @@ class KernelSession:
         # Shutting a kernel down is mostly waiting for it to exit: let a thread do it while the
         # worker goes on to the next notebook. Not a daemon, so that no kernel outlives the
         # process (interpreter exit, and multiprocessing's workers, join such threads).
-        threading.Thread(target=self._shut_down, args=(self.km, self.kc, self._private), daemon=False).start()
+        threading.Thread(target=self._shut_down, args=(self.km, self.kc, self._private, self._cgroups), daemon=False).start()
 
     @staticmethod
-    def _shut_down(km, kc, private: Path) -> None:
+    def _shut_down(km, kc, private: Path, cgroups: list[str]) -> None:
         try:
             kc.stop_channels()
             km.shutdown_kernel(now=True)
         except Exception:
             pass
+        isolation.remove_cgroups(cgroups)
         shutil.rmtree(private, ignore_errors=True)
 
     def _environment(self) -> dict[str, str]:
@@ -236,7 +240,7 @@ class KernelSession:
             settings.update(
                 uid=self._uid, gid=self._uid, workdir=str(self.workdir), sockets_dir=str(self._sockets),
                 connection_file=self.km.connection_file, disk_bytes=self.limits.disk_bytes,
-                root_dir=str(self._private / "root"),
+                root_dir=str(self._private / "root"), cgroups=self._cgroups,
                 links={"data": str(course_data)},
                 read_only=[str(p) for p in _python_and_system_folders() + [course_data] + ([self.data_dir] if self.data_dir else [])],
                 rlimits=self.limits.rlimits())

@@ -5,7 +5,8 @@ neither write nor read, and run as a script: the kernel never has the autograder
 
 ``boundary`` mode (Linux with Landlock; the grader probes it first, see ``kernel.isolation_status``):
 
-1. this process (the one jupyter_client started) enters new mount, PID, network, IPC and UTS
+1. this process (the one jupyter_client started) joins the kernel's cgroups (memory and processes
+   of the kernel and all its children together, where the grader could make them), enters new mount, PID, network, IPC and UTS
    namespaces (a user namespace first when not root) and forks: the child is process 1 of the new
    PID namespace, so when it ends, every process the notebook started ends with it; the child
    also dies with this process (``PR_SET_PDEATHSIG``), which is the one jupyter_client kills;
@@ -149,6 +150,7 @@ def main():
     # jupyter_client interrupts a kernel by signalling its whole process group: the kernel (our
     # child) handles SIGINT; this process must ignore it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    bpe_isolation.join_cgroups(settings.get("cgroups", []))  # before any child: they all inherit it
     bpe_isolation.enter_namespaces(as_root=os.geteuid() == 0)
     parent_alive, keep_open = os.pipe()
     child = os.fork()

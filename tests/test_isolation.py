@@ -296,3 +296,51 @@ def test_no_unix_socket_of_the_machine_exists_for_a_kernel():
     assert result.returncode == 0, result.stderr
     assert "python 2" in result.stdout and "libc -1 2" in result.stdout, result.stdout  # ENOENT: it does not exist
     assert not reached
+
+
+@needs_landlock
+def test_the_memory_limit_holds_for_a_kernel_and_all_its_children_together():
+    """rlimits count per process: eight children of 150 MB each under a 1000 MB limit would hold
+    1.2 GB. The kernel's cgroup caps them together (where cgroups can be made: root)."""
+    if "cgroup" not in isolation_status():
+        pytest.skip("no cgroup can be made here (not root, or no delegated controllers)")
+    attack = textwrap.dedent("""
+        import os, time, ctypes
+        libc = ctypes.CDLL(None)
+        r, w = os.pipe()
+        children = []
+        for index in range(8):
+            pid = libc.fork()
+            if pid == 0:
+                try:
+                    block = b'x' * (150 * 1024**2)
+                    os.write(w, bytes([index]))
+                except MemoryError:
+                    pass
+                libc.sleep(30); libc._exit(0)
+            children.append(pid)
+        time.sleep(5)
+        os.set_blocking(r, False)
+        try:
+            allocated = set(os.read(r, 100))
+        except BlockingIOError:
+            allocated = set()
+        held = [i for i, pid in enumerate(children) if i in allocated and os.waitpid(pid, os.WNOHANG)[0] == 0]
+        print("held", len(held))
+    """)
+    code = f"""
+        import tempfile
+        from pathlib import Path
+        from autograder.kernel import KernelSession, Limits
+        with tempfile.TemporaryDirectory(prefix="bpe-grade-") as work:
+            with KernelSession(Path(work) / "work", Limits(cell_seconds=30, memory_bytes=1000 * 1024**2)) as session:
+                run = session.run_cell({attack!r}, capture=True)
+                print(run.status, run.stdout.strip())
+    """
+    result = run_child(code)
+    assert result.returncode == 0, result.stderr
+    status, _, held = result.stdout.strip().splitlines()[-1].partition(" held ")
+    if status == "ok":
+        assert int(held) * 150 <= 1000, result.stdout  # never more than the limit held at once
+    else:
+        assert status == "died"  # the kernel itself was the one the limit stopped
