@@ -11,7 +11,7 @@ PY := $(VENV)/bin/python
 OUT ?= out
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: setup demo notebooks examples test test-subset python-versions bench clean
+.PHONY: setup demo notebooks examples test test-subset python-versions check-python bench clean
 
 # Before pip runs, one sentence when $(PYTHON) is missing or outside the supported range
 # (written to run on any Python, 2.7 included, so that it can say which one it found).
@@ -22,9 +22,13 @@ CHECK_PYTHON := import sys; found = tuple(sys.version_info[:2]); \
 	low, high = [tuple(int(n) for n in v.split(".")) for v in ("$(PYTHON_MIN)", "$(PYTHON_MAX)")]; \
 	sys.exit(None if low <= found <= high else "$(NEEDS), but $(PYTHON) is Python %d.%d: $(RETRY)." % found)
 
-$(VENV)/.installed: requirements.txt
+define check_python
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(NEEDS), but there is no $(PYTHON) on this machine: $(RETRY)." >&2; exit 1; }
 	@$(PYTHON) -c '$(CHECK_PYTHON)'
+endef
+
+$(VENV)/.installed: requirements.txt
+	$(check_python)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
@@ -52,6 +56,9 @@ test-subset: setup
 
 python-versions:
 	@echo $(PYTHON_VERSIONS)
+
+check-python:
+	$(check_python)
 
 bench: setup
 	$(PY) benchmarks/bench_trainer.py --sizes 1 5
