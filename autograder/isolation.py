@@ -374,8 +374,8 @@ def _own_cgroups() -> dict[str, str]:
 
 
 def create_kernel_cgroups(name: str, memory_bytes: int, processes: int) -> list[str]:
-    """New cgroups, children of this process's own, that cap the memory and the number of processes
-    of a kernel and all its children together (rlimits count per process: 255 children of 4 GiB each
+    """New cgroups, children of this process's own, that cap the memory, the number of processes and
+    the CPU (one core) of a kernel and all its children together (rlimits count per process: 255 children of 4 GiB each
     would be 1 TiB). cgroup v2 where its controllers are delegated here, else v1's memory and pids
     hierarchies. Returns their folders; ``[]`` where none can be made (not root, no delegation)."""
     own = _own_cgroups()
@@ -390,10 +390,14 @@ def create_kernel_cgroups(name: str, memory_bytes: int, processes: int) -> list[
             _write(folder, "memory.max", memory_bytes)
             _write(folder, "memory.swap.max", 0, required=False)
             _write(folder, "pids.max", processes)
+            _write(folder, "cpu.max", "100000 100000", required=False)  # one core, however many children
             return made
         for controller, settings in (("memory", [("memory.limit_in_bytes", memory_bytes),
                                                  ("memory.memsw.limit_in_bytes", memory_bytes)]),
-                                     ("pids", [("pids.max", processes)])):
+                                     ("pids", [("pids.max", processes)]),
+                                     ("cpu", [("cpu.cfs_period_us", 100000), ("cpu.cfs_quota_us", 100000)])):
+            if controller == "cpu" and controller not in own:
+                continue  # one core, however many children: where the controller exists
             folder = os.path.join(CGROUP_ROOT, controller + own[controller], name)
             os.mkdir(folder)
             made.append(folder)
@@ -405,7 +409,7 @@ def create_kernel_cgroups(name: str, memory_bytes: int, processes: int) -> list[
         return []
 
 
-def _write(folder: str, setting: str, value: int, required: bool = True) -> None:
+def _write(folder: str, setting: str, value: int | str, required: bool = True) -> None:
     try:
         with open(os.path.join(folder, setting), "w") as handle:
             handle.write(str(value))
