@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,11 +82,12 @@ def unpack(zip_path: Path, root: Path) -> Path:
     return root
 
 
-def run_autograder(root: Path, python: str = sys.executable, **extra_env: str) -> subprocess.CompletedProcess:
-    """As Gradescope does: /autograder/run_autograder from /autograder, with nothing of this checkout
-    on the Python path, so that only the unpacked zip can be used."""
+def run_autograder(root: Path, venv: Path = Path(sys.prefix), **extra_env: str) -> subprocess.CompletedProcess:
+    """As Gradescope does: /autograder/run_autograder from /autograder, with this machine's virtual
+    environment in place of the one setup.sh makes, and nothing of this checkout on the Python path,
+    so that only the unpacked zip can be used."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "BPE_LABS_DATA")}
-    env.update(BPE_LABS_GRADESCOPE_ROOT=str(root), BPE_LABS_PYTHON=python, **extra_env)
+    env.update(BPE_LABS_GRADESCOPE_ROOT=str(root), BPE_LABS_VENV=str(venv), **extra_env)
     return subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -155,9 +157,11 @@ def test_setup_script_is_sane_bash_that_installs_what_run_autograder_uses(zips, 
         check = subprocess.run(["bash", "-n", str(root / "source" / script)], capture_output=True, text=True)
         assert check.returncode == 0, check.stderr
     setup = (root / "source" / "setup.sh").read_text()
-    assert "pip install -r \"$ROOT/source/requirements.txt\"" in setup
-    assert "python3 -m venv \"$ROOT/venv\"" in setup
-    assert "$ROOT/venv/bin/python" in (root / "source" / "run_autograder").read_text()
+    assert 'python3 -m venv "$VENV"' in setup and '"$VENV/bin/python" -m pip install -r "$ROOT/source/requirements.txt"' in setup
+    # run_autograder uses the environment setup.sh makes, which lies outside the root the kernel may not read
+    venvs = {re.search(r"BPE_LABS_VENV:-([^}]+)}", (root / "source" / script).read_text()).group(1)
+             for script in ("setup.sh", "run_autograder")}
+    assert len(venvs) == 1 and not venvs.pop().startswith("/autograder")
     # the check setup.sh ends with passes on the unpacked zip alone
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     ready = subprocess.run([sys.executable, "-m", "autograder.gradescope", "--check"], cwd=root / "source", env=env,
@@ -274,7 +278,10 @@ def test_a_grader_that_dies_still_leaves_results(zips, tmp_path):
     """If the grading process itself is killed, run_autograder writes a score of 0 and a reason."""
     root = unpack(zips["toy_bpe"], tmp_path / "autograder")
     (root / "submission" / "toy_bpe.ipynb").write_bytes((SUBMISSIONS / "toy-correct.ipynb").read_bytes())
-    run = run_autograder(root, python=shutil.which("false"))
+    dead = tmp_path / "venv" / "bin"
+    dead.mkdir(parents=True)
+    (dead / "python").symlink_to(shutil.which("false"))
+    run = run_autograder(root, venv=tmp_path / "venv")
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     jsonschema.validate(results, RESULTS_SCHEMA)
     assert run.returncode == 0 and results["score"] == 0 and "Please tell your instructor" in results["output"]
