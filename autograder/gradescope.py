@@ -39,6 +39,9 @@ NOT_SHIPPED = {"tests", "benchmarks", "examples", "docs", "out", "build", "dist"
 # A fixed time stamp: the same sources give the same zip, byte for byte.
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 STUDENT_ID = "submission"
+# Characters of one test's output: a check that prints thousands of lines must not make results.json
+# too large for Gradescope to show.
+OUTPUT_LIMIT = 10_000
 
 
 @dataclass(frozen=True)
@@ -151,12 +154,18 @@ def _points(value: float) -> str:
     return f"{value:g}"
 
 
+def _shortened(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n… ({len(text) - limit:,} more characters not shown)"
+
+
 def part_output(entry: dict) -> str:
     """What the HTML feedback says about one part: the hidden tests' message and the notebook's own check."""
     text = entry.get("message", "")
     if entry.get("visible_check"):
         text += f"\n\nYour notebook's own check on the example said:\n{entry['visible_check']}"
-    return text
+    return _shortened(text)
 
 
 def summary(result: dict, lab) -> str:
@@ -178,7 +187,7 @@ def summary(result: dict, lab) -> str:
     if result.get("integrity"):
         lines += ["", "Changes to the notebook's structure (the autograder put the lab back in shape):"]
         lines += [f"- {event['event']} · {event['cell']}: {event['detail']}" for event in result["integrity"]]
-    return "\n".join(lines)
+    return _shortened("\n".join(lines))
 
 
 def to_results(result: dict, lab, visibility: str = "visible") -> dict:

@@ -26,7 +26,7 @@ import pytest
 from adversarial import CASES_BY_ID, correct_notebook
 from autograder import REPO_ROOT
 from autograder.batch import grade_folder
-from autograder.gradescope import CONFIG_NAME, VISIBILITIES, build_zip, part_output
+from autograder.gradescope import CONFIG_NAME, OUTPUT_LIMIT, VISIBILITIES, build_zip, part_output
 from autograder.labs import HIDDEN_TESTS, get_lab
 from test_adversarial import recorded_inputs
 
@@ -177,6 +177,13 @@ def test_a_data_dir_of_the_instructor_is_shipped_and_used(tmp_path):
     with zipfile.ZipFile(build_zip("ny_constitution", tmp_path / "ny.zip", data_dir=corpora)) as archive:
         assert archive.read("data/course/ny01.asp") == b"<html>the real page</html>"
         assert json.loads(archive.read(CONFIG_NAME))["data_dir"] == "data/course"
+
+
+def test_a_check_that_prints_without_end_is_cut_short():
+    entry = {"message": "all checks passed", "visible_check": "✅ line\n" * 20_000}
+    text = part_output(entry)
+    assert text.startswith("all checks passed\n\nYour notebook's own check on the example said:\n✅ line")
+    assert len(text) < OUTPUT_LIMIT + 100 and text.endswith("more characters not shown)")
 
 
 # -- grading ------------------------------------------------------------------------------------
