@@ -224,7 +224,7 @@ def grade_submission(root: Path) -> dict:
                             part_seconds=config.part_seconds, denied=(Path(root).resolve(),))
         result = grade_file(notebook, STUDENT_ID, settings)
         print(f"graded {notebook.name}: {result['status']}, score {result['score']} / {result['max_score']}, "
-              f"{result['seconds']:.1f} s")
+              f"{result['seconds']:.1f} s, kernel isolation: {result.get('isolation') or 'unknown'}")
         if result["status"] == "grader_error":  # for the instructor: stdout is hidden from students
             print(result.get("traceback") or result.get("message"))
     return to_results(result, lab, config.visibility)
