@@ -174,8 +174,68 @@ def main():
     sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
 
 
+# What the labs import, loaded once in the zygote so that every kernel forked from it starts with
+# them in memory (about 0.5 CPU-s of ipykernel and up to 1.3 CPU-s of pandas and matplotlib each).
+PRELOAD = ["ipykernel.kernelapp", "numpy", "pandas", "matplotlib", "matplotlib.pyplot", "tqdm.auto", "yaml",
+           "tokenizers", "requests", "html2text", "charset_normalizer"]
+
+
+def zygote():
+    """Serve "start a kernel" requests (one JSON line each on stdin: argv, env, cwd, log) by forking
+    this process, which has imported ``PRELOAD`` and nothing of the grader; answer each with the new
+    process's pid. The child is a fresh launcher: it runs :func:`main` as if started by jupyter_client.
+    Ends when stdin closes (its grader is gone)."""
+    import importlib
+    import traceback
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:  # fork() copies one thread only: a lock held by another would never be released
+        print(f"bpe-labs zygote: {threads} threads after preloading; refusing to fork", file=sys.stderr, flush=True)
+        sys.exit(3)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # no zombies: the grader watches each kernel by pidfd
+    commands = sys.stdin.buffer
+    replies = sys.stdout.buffer
+    for line in commands:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                os.setsid()  # its own process group, as jupyter_client gives a kernel it starts
+                null = os.open(os.devnull, os.O_RDONLY)
+                log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                os.dup2(null, 0)
+                os.dup2(log, 1)
+                os.dup2(log, 2)
+                os.close(null)
+                os.close(log)
+                os.chdir(request["cwd"])
+                os.environ.clear()
+                os.environ.update(request["env"])
+                sys.argv = request["argv"][1:]
+                main()
+                code = 0
+            except SystemExit as stop:
+                code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        replies.write(f"{pid}\n".encode())
+        replies.flush()
+    import shutil
+
+    shutil.rmtree(os.path.dirname(os.path.abspath(__file__)), ignore_errors=True)  # its own folder
+
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bpe_isolation  # noqa: E402  (copied beside this script; see the module docstring)
 
 if __name__ == "__main__":
-    main()
+    zygote() if sys.argv[1:] == ["--zygote"] else main()
