@@ -2,24 +2,33 @@
 
 ``grade_file`` is what every worker runs (a local process, a Dask worker): it takes a path and
 settings, returns a JSON-able dict, and never raises for a bad notebook.
+
+Two kernels per notebook, one after the other, so that no hidden input can reach the feedback in
+any form (printed reversed, joined with dots, remembered and raised later): the *grading* kernel
+runs the program with each part's hidden tests at its test cell's place and yields only scores;
+the *feedback* kernel, which no hidden input ever reaches, runs the same program with the visible
+checks and yields everything the student is shown of their own code's output.
 """
 from __future__ import annotations
 
+import ast
 import functools
+import re
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from autograder import REPO_ROOT
 from autograder.check import run_part
 from autograder.intake import read_submission
-from autograder.kernel import KernelSession, Limits
+from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
 from autograder.labs import get_lab, release_cells
 from autograder.repair import repair
 
 DEFAULT_DATA_DIR = REPO_ROOT / "data" / "standins"
+GRADER_ERROR = "grader_error"
 
 
 @dataclass(frozen=True)
@@ -28,18 +37,8 @@ class Settings:
     data_dir: Path = DEFAULT_DATA_DIR
     part_seconds: float = 60.0
     denied: tuple[Path, ...] = ()
-
-
-def _grade_part(session: KernelSession, part, check_source: str, settings: Settings) -> dict:
-    """The part's visible check (its output is shown in the feedback), then its hidden tests."""
-    try:
-        visible = session.run_cell(check_source, replay=False, capture=True)
-        entry = asdict(run_part(session, part, settings.part_seconds))
-        entry["visible_check"] = visible.stdout.strip() or visible.error
-    except Exception as error:  # the kernel could not be brought back: this part only
-        entry = {"part_id": part.part_id, "score": 0, "max_score": part.points, "visible_check": "",
-                 "message": f"this part could not be graded ({type(error).__name__}: {error})"}
-    return entry
+    # Address-space cap of each local grading worker process (0: none); see autograder.workers.
+    worker_memory_bytes: int = 6 * 1024**3
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,29 +47,75 @@ def public_text(lab_id: str) -> str:
     return "\n".join(cell.source for cell in release_cells(lab_id))
 
 
+def _canonical(value) -> str:
+    """One spelling per value: ``["ba", "c"]`` and ``['ba','c']`` are the same list."""
+    return repr(value)
+
+
+# Code a student can read outside code cells: `inline code` and fenced blocks of the task texts.
+_CODE_SPANS = re.compile(r"```(?:python)?\n(.*?)```|`([^`\n]+)`", re.S)
+
+
+@functools.lru_cache(maxsize=None)
+def public_values(lab_id: str) -> frozenset[str]:
+    """Every literal value the released notebook shows (code cells, and code in its texts), canonical."""
+    values: set[str] = set()
+    pieces = []
+    for cell in release_cells(lab_id):
+        if cell.cell_type == "code":
+            pieces.append(cell.source)
+        else:
+            pieces += [a or b for a, b in _CODE_SPANS.findall(cell.source)]
+    for piece in pieces:
+        try:
+            tree = ast.parse(piece)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Constant, ast.List, ast.Tuple, ast.Set, ast.Dict)):
+                try:
+                    values.add(_canonical(ast.literal_eval(node)))
+                except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                    continue
+    return frozenset(values)
+
+
 class Redactor:
     """Removes from text shown to a student every hidden-test input the grader sent into the kernel.
 
-    Student code sees those inputs and could print them, put them in an exception message, or
-    remember them and print them in a later check; the feedback must not carry them. A fragment is
-    any string argument (or nested string), or the repr of an argument, that the released notebook
-    does not already show: ``['abcab', '</w>']`` hides ``abcab`` but not the public ``</w>``.
+    Only grader-side text needs it (a hidden test's own message may quote its input): what the
+    student's code printed or raised comes from the feedback kernel, which never saw a hidden
+    input. A fragment is any string argument (or nested string), or the spelling of an argument,
+    whose *value* the released notebook does not already show: ``['abcab', '</w>']`` hides
+    ``abcab`` but not the public ``</w>``, and ``['ba', 'c']`` stays when the notebook has ``["ba", "c"]``.
     """
 
-    def __init__(self, arguments: list, public: str, shortest: int = 3):
+    def __init__(self, arguments: list, public: str, shortest: int = 3, shown: frozenset[str] = frozenset()):
         fragments: set[str] = set()
 
-        def walk(value):
+        def hidden(value) -> bool:
+            try:
+                canonical = _canonical(value)
+            except Exception:
+                return True
+            if canonical in shown:
+                return False
+            return not (isinstance(value, str) and value in public)
+
+        def walk(value, depth=0):
+            if depth > 50 or not hidden(value):
+                return
             if isinstance(value, str):
                 fragments.add(value)
             elif isinstance(value, (list, tuple, set, frozenset, dict)):
-                fragments.add(repr(value))
+                spelled = repr(value)
+                fragments.update((spelled, spelled.replace("'", '"')))
                 for item in (value.items() if isinstance(value, dict) else value):
-                    walk(item)
+                    walk(item, depth + 1)
 
         for argument in arguments:
             walk(argument)
-        self.fragments = sorted((f for f in fragments if len(f) >= shortest and f not in public), key=len, reverse=True)
+        self.fragments = sorted((f for f in fragments if len(f) >= shortest), key=len, reverse=True)
 
     def __call__(self, text: str) -> str:
         for fragment in self.fragments:
@@ -80,57 +125,134 @@ class Redactor:
 
 
 def grade_file(path: Path, student_id: str, settings: Settings = Settings(), attempts: int = 2) -> dict:
-    """Grade one file; a grader failure (say, a kernel that would not start on an overloaded
-    machine) is retried once before it becomes a ``grader_error`` row."""
-    for _ in range(attempts):
-        result = _grade_file_once(path, student_id, settings)
-        if result["status"] != "grader_error":
-            break
-    return result
-
-
-def _grade_file_once(path: Path, student_id: str, settings: Settings) -> dict:
+    """Grade one file, within ``--notebook-timeout`` for everything (both kernels, restarts and
+    replays, a retry included). A grader failure (say, a kernel that would not start on an
+    overloaded machine) is retried once if time is left, before it becomes a ``grader_error`` row."""
     started = time.monotonic()
-    sub = read_submission(Path(path), student_id)
-    result = {"student_id": student_id, "file": str(path), "sha256": sub.sha256, "lab": sub.lab_id,
-              "status": sub.status, "message": sub.message, "score": None, "max_score": None,
-              "parts": {}, "integrity": [{"event": "converted", "cell": "-", "detail": n} for n in sub.notes],
-              "cells": [], "seconds": 0.0}
-    if sub.status != "ok":
-        result["seconds"] = round(time.monotonic() - started, 3)
-        return result
-    lab = get_lab(sub.lab_id)
-    result["max_score"] = lab.max_score
-    try:
-        repaired = repair(sub.notebook, lab)
-        result["integrity"] += repaired.integrity
-        with tempfile.TemporaryDirectory(prefix="bpe-grade-") as workdir, \
-                KernelSession(Path(workdir) / "work", settings.limits, Path(settings.data_dir).resolve(),
-                              settings.denied) as session:
-            parts = {part.part_id: part for part in lab.parts}
-            graded: dict[str, dict] = {}
-            for step in repaired.program:
-                if step.kind == "check":
-                    if step.cell_id in parts and step.cell_id not in graded:
-                        graded[step.cell_id] = _grade_part(session, parts[step.cell_id], step.source, settings)
-                    continue
-                run = session.run_cell(step.source)
-                if run.status != "ok":
-                    result["cells"].append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
-            for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
-                if part.part_id not in graded:
-                    graded[part.part_id] = _grade_part(session, part, "", settings)
-            result["parts"] = {part.part_id: graded[part.part_id] for part in lab.parts}
-            redact = Redactor(session.sent_arguments, public_text(lab.lab_id))
-            for entry in result["parts"].values():
-                entry["message"], entry["visible_check"] = redact(entry["message"]), redact(entry["visible_check"])
-            for cell in result["cells"]:
-                cell["error"] = redact(cell["error"])
-            result["restarts"] = session.restarts
-        result["score"] = sum(p["score"] for p in result["parts"].values())
-        result["status"] = "graded"
-    except Exception as error:  # a grader bug must cost one row, not the batch
-        result["status"], result["message"] = "grader_error", f"{type(error).__name__}: {error}"
-        result["traceback"] = traceback.format_exc()
+    for _ in range(attempts):
+        result = _guarded(path, student_id, settings, started)
+        if result["status"] != GRADER_ERROR or time.monotonic() - started > settings.limits.notebook_seconds / 2:
+            break
     result["seconds"] = round(time.monotonic() - started, 3)
     return result
+
+
+def _empty_result(path: Path, student_id: str) -> dict:
+    return {"student_id": student_id, "file": str(path), "sha256": None, "lab": None, "status": GRADER_ERROR,
+            "message": "", "score": None, "max_score": None, "parts": {}, "integrity": [], "cells": [], "seconds": 0.0}
+
+
+def error_result(path: Path, student_id: str, status: str, message: str) -> dict:
+    """The row of a file that could not be graded, for reasons outside the file's own grading."""
+    result = _empty_result(path, student_id)
+    result["status"], result["message"] = status, message
+    return result
+
+
+def _guarded(path: Path, student_id: str, settings: Settings, started: float) -> dict:
+    """Every step for one file; whatever it raises (RecursionError, MemoryError, a bug of ours)
+    costs this file's row only."""
+    result = _empty_result(path, student_id)
+    try:
+        _grade(Path(path), student_id, settings, started, result)
+    except Exception as error:
+        result["status"] = GRADER_ERROR
+        result["message"] = f"this file could not be graded ({type(error).__name__}: {str(error)[:300]})"
+        result["parts"], result["score"] = {}, None
+        try:
+            result["traceback"] = traceback.format_exc(limit=20)[-5000:]
+        except Exception:
+            pass
+    return result
+
+
+@functools.lru_cache(maxsize=None)
+def release_imports(lab_id: str) -> tuple[str, ...]:
+    """What the released notebook imports: kernels start with it loaded (see kernel.Zygote)."""
+    return imported_modules(cell.source for cell in release_cells(lab_id) if cell.cell_type == "code")
+
+
+def _session(workdir: str, name: str, settings: Settings, started: float, lab_id: str) -> KernelSession:
+    session = KernelSession(Path(workdir) / name, settings.limits, Path(settings.data_dir).resolve(), settings.denied,
+                            preload=release_imports(lab_id))
+    session._started_at = started  # one clock for everything done for this file
+    return session
+
+
+def _grade(path: Path, student_id: str, settings: Settings, started: float, result: dict) -> None:
+    sub = read_submission(path, student_id)
+    result.update(sha256=sub.sha256, lab=sub.lab_id, status=sub.status, message=sub.message,
+                  integrity=[{"event": "converted", "cell": "-", "detail": n} for n in sub.notes])
+    if sub.status != "ok":
+        return
+    lab = get_lab(sub.lab_id)
+    result["max_score"] = lab.max_score
+    repaired = repair(sub.notebook, lab)
+    result["integrity"] += repaired.integrity
+    parts = {part.part_id: part for part in lab.parts}
+    with tempfile.TemporaryDirectory(prefix="bpe-grade-") as workdir:
+        # 1. Scores: hidden tests at each test cell's place. Nothing of this kernel's output is shown.
+        graded: dict[str, dict] = {}
+        with _session(workdir, "grading", settings, started, lab.lab_id) as session:
+            result["isolation"] = session.isolation
+            for step in repaired.program:
+                if step.kind != "check":
+                    session.run_cell(step.source)
+                elif step.cell_id in parts and step.cell_id not in graded:
+                    graded[step.cell_id] = _hidden_tests(session, parts[step.cell_id], settings)
+            for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
+                graded.setdefault(part.part_id, _hidden_tests(session, part, settings))
+            sent, restarts = session.sent_arguments, session.restarts
+        # 2. Feedback: the same program with the visible checks, in a kernel no hidden input reached.
+        visible: dict[str, str] = {}
+        try:
+            restarts += _feedback_run(workdir, repaired.program, parts, settings, started, visible, result["cells"],
+                                      lab.lab_id)
+        except (CallTimeout, KernelDied) as failed:  # no time left for it, or no kernel would start
+            result["cells"].append({"cell": "-", "kind": "feedback", "status": "skipped",
+                                    "error": f"your notebook's own checks could not be shown ({failed})"})
+    redact = Redactor(sent, public_text(lab.lab_id), shown=public_values(lab.lab_id))
+    for part_id, entry in graded.items():
+        entry["message"] = redact(entry["message"])
+        entry["visible_check"] = visible.get(part_id, "")
+    result["parts"] = {part.part_id: graded[part.part_id] for part in lab.parts}
+    result["restarts"] = restarts
+    result["score"] = sum(p["score"] for p in result["parts"].values())
+    result["status"] = "graded"
+
+
+def _feedback_run(workdir: str, program: list, parts: dict, settings: Settings, started: float,
+                  visible: dict[str, str], cells: list[dict], lab_id: str) -> int:
+    """Run the program with the visible checks; their output and the cells' errors are what the
+    student is shown. Returns the kernel restarts it took."""
+    with _session(workdir, "feedback", replace(settings, limits=replace(settings.limits, max_restarts=1)),
+                  started, lab_id) as session:
+        for step in program:
+            if step.kind == "check":
+                if step.cell_id in parts and step.cell_id not in visible:
+                    run = session.run_cell(step.source, replay=False, capture=True)
+                    visible[step.cell_id] = run.stdout.strip() or run.error
+                continue
+            run = session.run_cell(step.source)
+            if run.status != "ok":
+                cells.append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
+        return session.restarts
+
+
+def _hidden_tests(session: KernelSession, part, settings: Settings) -> dict:
+    """The part's hidden tests, in the grader's process, against the student's functions."""
+    if session.seconds_left <= 0:
+        return {"part_id": part.part_id, "score": 0, "max_score": part.points,
+                "message": "not graded: the notebook's time limit was used up before this part"}
+    try:
+        entry = asdict(run_part(session, part, min(settings.part_seconds, session.seconds_left)))
+    except Exception as error:  # the kernel could not be brought back: this part only
+        entry = {"part_id": part.part_id, "score": 0, "max_score": part.points,
+                 "message": f"this part could not be graded ({type(error).__name__})"}
+    # Text the kernel made after a hidden input reached it (an exception's message, a failed
+    # call's error) can carry that input in any encoding: keep the class of error, drop the text.
+    for pattern in (r"^(on a hidden test input, .*? raised [A-Za-z_][\w.]*)", r"^(the grader's call failed in the kernel)"):
+        said = re.match(pattern, entry["message"], re.S)
+        if said:
+            entry["message"] = said.group(1)
+    return entry

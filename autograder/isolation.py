@@ -327,13 +327,17 @@ def build_root(new_root: str, read_only: list[str], read_write: list[str], devic
     Unix socket on the machine, does not exist there."""
     mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
     done: list[str] = []
-    for path in sorted(set(read_only), key=len):
+    # A symbolic link (a venv that is a link, /lib -> usr/lib) is copied as a link and its target
+    # bound too, so that the same paths resolve inside as outside.
+    paths = set(read_only) | {os.path.realpath(path) for path in read_only if os.path.lexists(path)}
+    for path in sorted(paths, key=len):
         if not os.path.lexists(path) or any(path == d or path.startswith(d.rstrip("/") + "/") for d in done):
             continue
         target = new_root + path
         if os.path.islink(path):
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.symlink(os.readlink(path), target)
+            if not os.path.lexists(target):
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                os.symlink(os.readlink(path), target)
             continue
         bind(path, target, read_only=True)
         done.append(path)

@@ -344,3 +344,33 @@ def test_the_memory_limit_holds_for_a_kernel_and_all_its_children_together():
         assert int(held) * 150 <= 1000, result.stdout  # never more than the limit held at once
     else:
         assert status == "died"  # the kernel itself was the one the limit stopped
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mount namespaces need root here")
+def test_the_kernel_root_holds_only_the_given_paths_and_follows_symbolic_links(tmp_path):
+    """A venv or data folder that is a symbolic link resolves inside the kernel's root as outside;
+    a sibling that was not given does not exist there."""
+    real = tmp_path / "real-data"
+    real.mkdir()
+    (real / "corpus.txt").write_text("corpus")
+    (tmp_path / "data").symlink_to(real)
+    (tmp_path / "secret.txt").write_text("answers")
+    (tmp_path / "root").mkdir()
+    python = sorted({sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), "/usr", "/lib", "/lib64", "/etc"})
+    result = run_child(f"""
+        isolation.unshare(isolation.CLONE_NEWNS)
+        isolation.make_mounts_private()
+        isolation.build_root({str(tmp_path / 'root')!r}, {python!r} + [{str(tmp_path / 'data')!r}], [], ["/dev/null"])
+        isolation.pivot_into({str(tmp_path / 'root')!r})
+        print("data", open({str(tmp_path / 'data' / 'corpus.txt')!r}).read())
+        print("secret", os.path.exists({str(tmp_path / 'secret.txt')!r}))
+        try:
+            open({str(real / 'new.txt')!r}, "w")
+            print("wrote")
+        except OSError as error:
+            print("read-only", error.errno)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "data corpus" in result.stdout
+    assert "secret False" in result.stdout
+    assert "read-only 30" in result.stdout  # EROFS
