@@ -25,7 +25,7 @@ from autograder.check import run_part
 from autograder.intake import read_submission
 from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
 from autograder.labs import get_lab, release_cells
-from autograder.repair import repair
+from autograder.repair import Step, repair
 
 DEFAULT_DATA_DIR = REPO_ROOT / "data" / "standins"
 GRADER_ERROR = "grader_error"
@@ -190,12 +190,13 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
     repaired = repair(sub.notebook, lab)
     result["integrity"] += repaired.integrity
     parts = {part.part_id: part for part in lab.parts}
+    program = needed_steps(repaired.program)
     with tempfile.TemporaryDirectory(prefix="bpe-grade-") as workdir:
         # 1. Scores: hidden tests at each test cell's place. Nothing of this kernel's output is shown.
         graded: dict[str, dict] = {}
         with _session(workdir, "grading", settings, started, lab.lab_id) as session:
             result["isolation"] = session.isolation
-            for step in repaired.program:
+            for step in program:
                 if step.kind != "check":
                     session.run_cell(step.source)
                 elif step.cell_id in parts and step.cell_id not in graded:
@@ -206,7 +207,7 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
         # 2. Feedback: the same program with the visible checks, in a kernel no hidden input reached.
         visible: dict[str, str] = {}
         try:
-            restarts += _feedback_run(workdir, repaired.program, parts, settings, started, visible, result["cells"],
+            restarts += _feedback_run(workdir, program, parts, settings, started, visible, result["cells"],
                                       lab.lab_id)
         except (CallTimeout, KernelDied) as failed:  # no time left for it, or no kernel would start
             result["cells"].append({"cell": "-", "kind": "feedback", "status": "skipped",
@@ -219,6 +220,17 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
     result["restarts"] = restarts
     result["score"] = sum(p["score"] for p in result["parts"].values())
     result["status"] = "graded"
+
+
+def needed_steps(program: list) -> list:
+    """The program up to its last check: what runs after it (closing plots, comparisons, a cell
+    the student added at the end) cannot change any part's points, so it is not run.
+
+    >>> [step.kind for step in needed_steps([Step("given", "", "a"), Step("check", "", "b"), Step("given", "", "c")])]
+    ['given', 'check']
+    """
+    checks = [index for index, step in enumerate(program) if step.kind == "check"]
+    return program[: checks[-1] + 1] if checks else program
 
 
 def _feedback_run(workdir: str, program: list, parts: dict, settings: Settings, started: float,
