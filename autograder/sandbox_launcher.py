@@ -205,7 +205,16 @@ def zygote():
     if not preload(["ipykernel.kernelapp"]):
         print("bpe-labs zygote: a thread is running after importing ipykernel; refusing to fork", file=sys.stderr, flush=True)
         sys.exit(3)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # no zombies: the grader watches each kernel by pidfd
+    def reap(*_):
+        # Reaped here (not ignored) so that the kernels' CPU time counts towards this process's
+        # children, and so towards the grader's: benchmarks measure it.
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            pass
+
+    signal.signal(signal.SIGCHLD, reap)  # no zombies: the grader watches each kernel by pidfd
     commands = sys.stdin.buffer
     replies = sys.stdout.buffer
     for line in commands:
