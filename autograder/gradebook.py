@@ -2,36 +2,56 @@
 
 Scores go where ``nbgrader autograde`` would put them, so ``nbgrader export``, formgrader and
 the rest of nbgrader's tooling see them. Only the main process writes: workers return plain data.
+
+nbgrader is imported only inside the functions that use it: importing it (with SQLAlchemy,
+alembic, setuptools) and creating a gradebook cost about 2 CPU-seconds, as much as grading a
+small notebook. ``Recorder`` does that work in a process of its own, started before the
+first notebook is graded, so that it is done by the time the first result comes back.
 """
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
 
-from nbgrader import api as nbgrader_api
-from nbgrader.api import Gradebook, MissingEntry
-from sqlalchemy.exc import SAWarning
-
-from autograder.build import db_url_for, register_labs
+from autograder.background import Background, BackgroundLost
 from autograder.labs import all_labs, get_lab
 
 
 def _alembic_head() -> str:
-    """nbgrader's current schema revision, read in-process.
+    """nbgrader's current schema revision: the revision of its migration scripts that no other revises.
 
     nbgrader asks a new ``alembic heads`` process for it when it creates a gradebook (3 CPU-s,
-    and the venv's bin/ on PATH); the answer is the same read from its migration scripts here.
+    and the venv's bin/ on PATH); importing alembic to ask it here still costs 0.4 CPU-s. The
+    scripts are plain Python files with ``revision = "..."`` and ``down_revision = "..."``.
     """
-    from alembic.config import Config
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import _temp_alembic_ini
+    import ast
+    import importlib.util
 
-    with _temp_alembic_ini("sqlite://") as ini:
-        return ScriptDirectory.from_config(Config(ini)).get_current_head()
+    versions = Path(importlib.util.find_spec("nbgrader").submodule_search_locations[0]) / "alembic" / "versions"
+    revisions, revised = set(), set()
+    for script in versions.glob("*.py"):
+        for node in ast.parse(script.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name, value = node.targets[0].id, ast.literal_eval(node.value)
+                if name == "revision":
+                    revisions.add(value)
+                elif name == "down_revision" and value is not None:
+                    revised.update([value] if isinstance(value, str) else value)
+    heads = revisions - revised
+    if len(heads) != 1:  # branches: let alembic decide
+        from alembic.config import Config
+        from alembic.script import ScriptDirectory
+        from nbgrader.dbutil import _temp_alembic_ini
+
+        with _temp_alembic_ini("sqlite://") as ini:
+            return ScriptDirectory.from_config(Config(ini)).get_current_head()
+    return heads.pop()
 
 
-def _registered(gradebook: Gradebook, lab) -> bool:
+def _registered(gradebook, lab) -> bool:
     """Is the lab in the gradebook with exactly these graded parts and points?"""
+    from nbgrader.api import MissingEntry
+
     try:
         notebook = gradebook.find_notebook(lab.lab_id, lab.lab_id)
     except MissingEntry:
@@ -41,9 +61,13 @@ def _registered(gradebook: Gradebook, lab) -> bool:
 
 def prepare(db_path: Path, lab_ids: list[str] | None = None) -> None:
     """Create the gradebook if needed and register the labs' graded cells (only those missing)."""
+    from nbgrader import api as nbgrader_api
+
+    from autograder.build import db_url_for, register_labs
+
     nbgrader_api.get_alembic_version = _alembic_head
     labs = [get_lab(lab_id) for lab_id in lab_ids] if lab_ids is not None else list(all_labs().values())
-    with Gradebook(db_url_for(db_path)) as gradebook:
+    with nbgrader_api.Gradebook(db_url_for(db_path)) as gradebook:
         missing = [lab for lab in labs if not _registered(gradebook, lab)]
     if missing:
         register_labs(db_path, missing)
@@ -53,6 +77,11 @@ def record(db_path: Path, result: dict) -> None:
     """Write one graded result: the student, the submission, and each part's auto score."""
     if result.get("status") != "graded":
         return
+    from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
+
+    from autograder.build import db_url_for
+
     lab = get_lab(result["lab"])
     with Gradebook(db_url_for(db_path)) as gradebook, warnings.catch_warnings():
         # nbgrader's own submission code trips SQLAlchemy's autoflush warning; the rows are right.
@@ -68,9 +97,73 @@ def record(db_path: Path, result: dict) -> None:
 
 def total_scores(db_path: Path) -> dict[tuple[str, str], float]:
     """(student, lab) -> score, as nbgrader computes it from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    from autograder.build import db_url_for
+
     scores = {}
     with Gradebook(db_url_for(db_path)) as gradebook:
         for assignment in gradebook.assignments:
             for submission in assignment.submissions:
                 scores[(submission.student_id, assignment.name)] = submission.score
     return scores
+
+
+def _prepare_in_background(db_path: Path, lab_ids: list[str] | None) -> None:
+    prepare(db_path, lab_ids)  # looked up when called: a test may have replaced it
+
+
+def _record_in_background(db_path: Path, result: dict) -> None:
+    record(db_path, result)
+
+
+class Recorder:
+    """``record(result)``, with the gradebook prepared in a background process while notebooks grade.
+
+    ``record`` raises what ``record`` raised, or what ``prepare`` raised (for every result).
+    Without the background process (no fork here, or it died or hangs) the work is done in
+    this process. ``close()`` returns when everything recorded is in the gradebook.
+
+        recorder = Recorder(Path("out/gradebook.db"), ["toy_bpe"])
+        recorder.record(result)
+        recorder.close()
+    """
+
+    def __init__(self, db_path: Path, lab_ids: list[str] | None = None):
+        self.db_path, self.lab_ids = Path(db_path), lab_ids
+        self.answered = False  # has the background process said how prepare went?
+        self.failed: BaseException | None = None  # what prepare raised there
+        self.prepared_here = False
+        self.helper = Background("gradebook recorder")
+        try:
+            self.helper.submit(_prepare_in_background, self.db_path, lab_ids)
+        except BackgroundLost:
+            pass
+
+    def _prepared_in_background(self) -> None:
+        """Return once prepare has succeeded there; raise what it raised, or ``BackgroundLost``."""
+        if not self.answered:
+            try:
+                self.helper.result()
+            except BackgroundLost:
+                raise
+            except BaseException as error:
+                self.failed = error
+            self.answered = True
+        if self.failed is not None:
+            raise self.failed
+
+    def record(self, result: dict) -> None:
+        try:
+            self._prepared_in_background()
+            self.helper.call(_record_in_background, self.db_path, result)
+        except BackgroundLost:
+            self.helper.stop()
+            if not self.prepared_here:
+                prepare(self.db_path, self.lab_ids)
+                self.prepared_here = True
+            record(self.db_path, result)
+
+    def close(self) -> None:
+        """Wait for the background process to finish, then end it."""
+        self.helper.close()

@@ -1,0 +1,107 @@
+"""Work done in a background process while notebooks grade: the gradebook.
+
+``Background`` runs calls in a forked process; the gradebook ``Recorder`` prepares nbgrader's
+gradebook there and records into it, falling back to this process when it is gone. Every test
+uses a real gradebook (nbgrader, SQLite).
+"""
+from __future__ import annotations
+
+import pytest
+
+from autograder import gradebook
+from autograder.background import Background, BackgroundLost
+from autograder.labs import get_lab
+
+
+def _fail(kind: str):
+    if kind == "value":
+        raise ValueError("bad value")
+    if kind == "unpicklable":
+        error = RuntimeError("has a lock")
+        error.lock = __import__("threading").Lock()
+        raise error
+    raise KeyboardInterrupt  # not an Exception: it must still arrive as itself
+
+
+def test_background_answers_in_order_and_raises_what_the_call_raised():
+    helper = Background("test", preload=["json"])
+    try:
+        helper.submit(divmod, 17, 5)
+        helper.submit(sorted, "cab")
+        assert helper.result() == (3, 2)
+        assert helper.result() == ["a", "b", "c"]
+        with pytest.raises(ValueError, match="bad value"):
+            helper.call(_fail, "value")
+        with pytest.raises(KeyboardInterrupt):
+            helper.call(_fail, "interrupt")
+        with pytest.raises(RuntimeError, match="has a lock"):  # sent back as text
+            helper.call(_fail, "unpicklable")
+        assert helper.call(len, "four") == 4  # still serving
+    finally:
+        helper.close()
+    assert not helper.alive
+
+
+def test_a_dead_background_process_is_reported_not_waited_for():
+    helper = Background("test")
+    helper.process.kill()
+    helper.process.join()
+    with pytest.raises(BackgroundLost):
+        helper.call(len, "x")
+    assert not helper.alive
+    with pytest.raises(BackgroundLost):
+        helper.submit(len, "x")
+    helper.close()  # nothing left to close: no error
+
+
+def graded_result(lab_id: str, student: str, scores: list[float]) -> dict:
+    parts = {part.part_id: {"score": score, "max_score": part.points, "message": "" if score >= part.points else "not yet"}
+             for part, score in zip(get_lab(lab_id).parts, scores)}
+    return {"status": "graded", "lab": lab_id, "student_id": student, "parts": parts,
+            "score": sum(scores), "max_score": get_lab(lab_id).max_score}
+
+
+def test_recorder_writes_what_record_writes(tmp_path):
+    """The same results, recorded through the background process and in this process, give the same gradebook scores."""
+    results = [graded_result("toy_bpe", "ada", [2, 1, 0, 3, 2]), graded_result("toy_bpe", "bob", [0, 0, 0, 0, 1]),
+               {"status": "empty_file", "lab": None, "student_id": "cy"}]
+    recorder = gradebook.Recorder(tmp_path / "background.db", ["toy_bpe"])
+    for result in results:
+        recorder.record(result)
+    recorder.close()
+    gradebook.prepare(tmp_path / "here.db", ["toy_bpe"])
+    for result in results:
+        gradebook.record(tmp_path / "here.db", result)
+    expected = {("ada", "toy_bpe"): 8.0, ("bob", "toy_bpe"): 1.0}
+    assert gradebook.total_scores(tmp_path / "background.db") == expected
+    assert gradebook.total_scores(tmp_path / "here.db") == expected
+
+
+def test_recorder_carries_on_in_this_process_when_its_process_dies(tmp_path):
+    recorder = gradebook.Recorder(tmp_path / "gradebook.db", ["toy_bpe"])
+    recorder.record(graded_result("toy_bpe", "ada", [2, 2, 2, 3, 2]))
+    recorder.helper.process.kill()
+    recorder.record(graded_result("toy_bpe", "bob", [1, 0, 0, 0, 0]))
+    recorder.close()
+    assert gradebook.total_scores(tmp_path / "gradebook.db") == {("ada", "toy_bpe"): 11.0, ("bob", "toy_bpe"): 1.0}
+
+
+def test_recorder_raises_for_every_result_when_the_gradebook_cannot_be_prepared(tmp_path):
+    (tmp_path / "a-folder.db").mkdir()  # SQLite cannot open a folder
+    recorder = gradebook.Recorder(tmp_path / "a-folder.db", ["toy_bpe"])
+    try:
+        for student in ("ada", "bob"):
+            with pytest.raises(Exception) as raised:
+                recorder.record(graded_result("toy_bpe", student, [2, 2, 2, 3, 2]))
+            assert not isinstance(raised.value, BackgroundLost)
+    finally:
+        recorder.close()
+
+
+def test_alembic_head_read_from_the_scripts_is_alembics():
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite://") as ini:
+        assert gradebook._alembic_head() == ScriptDirectory.from_config(Config(ini)).get_current_head()
