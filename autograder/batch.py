@@ -1,35 +1,41 @@
 """Grade a folder of handed-in notebooks: one row per file, resumable, in parallel if asked.
 
-Each finished result is written at once to ``OUT/results/`` (atomically) and to the gradebook,
-so an interrupted run loses nothing: the next run skips files whose result is already there for
-the same file content and the same lab sources. Workers (local processes or a Dask cluster) only
-grade and return plain data; this process alone writes files and the gradebook.
+Each finished result is written at once to ``OUT/results/`` (atomically, with a checksum keyed
+outside OUT) and to the gradebook, so an interrupted run loses nothing: the next run skips files
+whose stored result is intact and was made for the same file content and the same course files
+(see resume.py). Workers (local processes or a Dask cluster) only grade and return plain data;
+this process alone writes files and the gradebook.
+
+Whatever a file does (a 50,000-deep JSON nesting, a worker killed or stopped, a result that cannot
+be recorded), it costs that file's row only: the batch always ends with exactly one row per file.
+The course files the grader imports are hashed before grading and checked before every result is
+recorded; if they changed, the batch stops (course.py).
 """
 from __future__ import annotations
 
-import hashlib
+import ipaddress
 import json
 import os
 import sys
 import tempfile
+import traceback
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlparse
 
-from tqdm.auto import tqdm
-
-from autograder import gradebook, report
-from autograder.grade import Settings, grade_file
+from autograder.course import CourseChanged, CourseGuard, course_files
+from autograder.grade import GRADER_ERROR, Settings, error_result, grade_file
+from autograder.identity import Roster
 from autograder.intake import DUPLICATE, file_sha256, find_submissions, read_submission
-from autograder.labs import all_labs
+from autograder.resume import load_key, sign, trusted
+from autograder.workers import WORKER_LOST, WorkerPool
+
+__all__ = ["grade_folder", "plan", "write_reports", "CourseChanged", "InsecureScheduler"]
 
 
-def lab_sources_digest() -> str:
-    """Changes whenever a solution notebook (and so a hidden test or a point value) changes."""
-    digest = hashlib.sha256()
-    for lab in all_labs().values():
-        digest.update(lab.solution_path.read_bytes())
-    return digest.hexdigest()[:16]
+class InsecureScheduler(RuntimeError):
+    """A remote Dask scheduler without TLS and authentication, and no ``--insecure``."""
 
 
 def result_path(out_dir: Path, file: Path, submissions_dir: Path) -> Path:
@@ -44,93 +50,203 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(handle.name, path)
 
 
-def plan(submissions_dir: Path) -> tuple[list[tuple[Path, str]], list[dict], list[str]]:
-    """Files to grade, rows for files that lose to another file of the same student and lab,
-    and the labs the files belong to.
+def _planned_row(path: Path, identity, status: str, message: str, lab: str | None = None) -> dict:
+    row = error_result(path, identity.student_id, status, message)
+    row["lab"] = lab
+    row["identity"] = identity.note
+    return row
 
-    Two files for one student and one lab: the one whose name sorts last is graded (LMS
-    exports add ``-1``, ``-2``... or a later timestamp to resubmissions); the others get a
-    ``duplicate`` row naming it.
+
+def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tuple[Path, str, str]], list[dict], list[str]]:
+    """Files to grade (file, student, identity note), rows for files that are not graded (a file
+    that loses to a later one of the same student and lab, a student not on the roster, a file
+    that could not even be read), and the labs the files belong to.
+
+    Two files for one student and one lab: the later submission is graded (Canvas: the higher
+    submission id, then the higher ``-N`` re-upload number; otherwise the name that sorts last);
+    the others get a ``duplicate`` row naming it.
     """
-    found = find_submissions(submissions_dir)
-    by_key: dict[tuple[str, str], list[Path]] = defaultdict(list)
-    for path, student in found:
-        sub = read_submission(path, student)
-        by_key[(student, sub.lab_id or f"?{path.name}")].append(path)
-    to_grade, duplicates = [], []
-    for (student, lab_id), paths in by_key.items():
-        paths = sorted(paths, key=lambda p: p.name)
-        to_grade.append((paths[-1], student))
-        for loser in paths[:-1]:
-            duplicates.append({"student_id": student, "file": str(loser), "lab": lab_id, "status": DUPLICATE,
-                               "message": f"another file of this student for this lab was graded instead: {paths[-1].name}",
-                               "score": None, "max_score": None, "parts": {}, "integrity": [], "cells": [], "seconds": 0.0})
+    by_key: dict[tuple[str, str], list] = defaultdict(list)
+    rows = []
+    for path, identity in find_submissions(submissions_dir, roster):
+        if identity.status != "ok":
+            rows.append(_planned_row(path, identity, identity.status, identity.note))
+            continue
+        try:
+            lab_id = read_submission(path, identity.student_id).lab_id
+        except Exception as error:  # RecursionError, MemoryError...: this file's row, not the batch
+            rows.append(_planned_row(path, identity, GRADER_ERROR,
+                                     f"this file could not be read ({type(error).__name__}: {str(error)[:200]})"))
+            continue
+        by_key[(identity.student_id, lab_id or f"?{path.name}")].append((path, identity))
+    to_grade = []
+    for (student, lab_id), found in by_key.items():
+        found = sorted(found, key=lambda item: (item[1].order, item[0].name))
+        winner, identity = found[-1]
+        to_grade.append((winner, student, identity.note))
+        for loser, other in found[:-1]:
+            rows.append(_planned_row(loser, other, DUPLICATE,
+                                     f"another file of this student for this lab was graded instead: {winner.name}", lab_id))
     lab_ids = sorted({lab_id for _, lab_id in by_key if not lab_id.startswith("?")})
-    return sorted(to_grade), duplicates, lab_ids
+    return sorted(to_grade), rows, lab_ids
+
+
+def _lost_row(args: tuple, reason: str) -> dict:
+    path, student, _ = args
+    return error_result(path, student, WORKER_LOST, f"grading this file stopped its grader: {reason}")
+
+
+def _run_inline(jobs, settings: Settings):
+    """In this process (``--workers 0``): for debugging; a file that kills its grader ends the batch."""
+    for path, student in jobs:
+        yield grade_file(path, student, settings)
 
 
 def _run_local(jobs, settings: Settings, workers: int):
-    if workers <= 1:
-        for path, student in jobs:
-            yield grade_file(path, student, settings)
-        return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(grade_file, path, student, settings) for path, student in jobs]
-        for future in as_completed(futures):
-            yield future.result()
+    pool = WorkerPool(grade_file, workers, on_lost=_lost_row,
+                      budget=settings.limits.notebook_seconds + 120, memory_bytes=settings.worker_memory_bytes)
+    for _, result in pool.run([(path, student, settings) for path, student in jobs]):
+        yield result
 
 
-def _run_dask(jobs, settings: Settings, scheduler: str):
+def _is_loopback(address: str) -> bool:
+    host = urlparse(address if "://" in address else f"tcp://{address}").hostname or ""
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def dask_security(address: str, tls_ca: str | None = None, tls_cert: str | None = None, tls_key: str | None = None,
+                  insecure: bool = False, security=None):
+    """The ``distributed.security.Security`` to reach ``address`` with, or None for a local one.
+
+    A scheduler on another machine must be reached over TLS with a client certificate (mutual TLS:
+    the scheduler admits only holders of a certificate its CA signed), unless ``insecure``.
+    """
+    if security is None and tls_ca and tls_cert:
+        from distributed.security import Security
+
+        security = Security(tls_ca_file=tls_ca, tls_client_cert=tls_cert, tls_client_key=tls_key, require_encryption=True)
+    if security is None and not insecure and not _is_loopback(address):
+        raise InsecureScheduler(
+            f"refusing to send grading jobs to {address} without TLS and authentication: anyone who can reach an "
+            "unauthenticated scheduler can run code on its workers and read the course. Give --tls-ca-file, "
+            "--tls-cert and --tls-key (a tls:// scheduler that requires client certificates), or pass --insecure "
+            "on a network you trust.")
+    if security is not None and not address.startswith("tls://"):
+        raise InsecureScheduler(f"TLS settings were given but the scheduler address {address} is not tls://")
+    return security
+
+
+def _run_dask(jobs, settings: Settings, scheduler: str, security=None):
     from distributed import Client, as_completed as dask_completed
 
-    with Client(scheduler) as client:
-        futures = [client.submit(grade_file, path, student, settings, pure=False) for path, student in jobs]
+    with Client(scheduler, security=security) as client:
+        futures = {client.submit(grade_file, path, student, settings, pure=False, retries=1): (path, student)
+                   for path, student in jobs}
         for future in dask_completed(futures):
-            yield future.result()
+            try:
+                yield future.result()
+            except Exception as error:  # a worker lost twice (KilledWorker), or the cluster failed
+                path, student = futures[future]
+                yield error_result(path, student, WORKER_LOST, f"the Dask worker grading this file failed ({type(error).__name__})")
+
+
+def _record(recorder, result: dict) -> dict:
+    """Write the result to the gradebook; if it cannot be, the row says so (and nothing is half-kept)."""
+    try:
+        recorder.record(result)
+    except Exception as error:
+        failed = error_result(Path(result.get("file", "?")), str(result.get("student_id")), GRADER_ERROR,
+                              f"the result could not be recorded in the gradebook ({type(error).__name__}: {str(error)[:200]})")
+        failed.update(lab=result.get("lab"), sha256=result.get("sha256"))
+        return failed
+    return result
 
 
 def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Settings(), workers: int = 1,
-                 scheduler: str | None = None, db_path: Path | None = None, progress: bool = True) -> list[dict]:
-    """Grade every notebook under ``submissions_dir`` into ``out_dir``; returns all results."""
+                 scheduler: str | None = None, db_path: Path | None = None, progress: bool = True,
+                 roster: Roster | None = None, security=None, course: CourseGuard | None = None) -> list[dict]:
+    """Grade every notebook under ``submissions_dir`` into ``out_dir``; returns all results, one per file.
+
+    ``workers`` local grading processes (0: in this process), or a Dask cluster at ``scheduler``
+    reached with ``security`` (see :func:`dask_security`). Raises :class:`CourseChanged` if a course
+    file changes while grading: results recorded until then stay, and a rerun resumes.
+    """
+    from tqdm.auto import tqdm
+
+    from autograder import gradebook, report
+
     submissions_dir, out_dir = Path(submissions_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     db_path = Path(db_path or out_dir / "gradebook.db")
-    sources = lab_sources_digest()
-    settings = Settings(settings.limits, settings.data_dir, settings.part_seconds,
-                        tuple(settings.denied) + (submissions_dir.resolve(), out_dir.resolve(), db_path.resolve()))
-    jobs, results, lab_ids = plan(submissions_dir)
-    gradebook.prepare(db_path, lab_ids)
+    key = load_key()
+    settings = replace(settings, denied=tuple(settings.denied) + (submissions_dir.resolve(), out_dir.resolve(), db_path.resolve()))
+    recorder = gradebook.Recorder(db_path)  # imports nbgrader in a process of its own, while this one plans and grades
+    painter = report.painter()  # imports matplotlib for the class report, also in the background
+    jobs, results, lab_ids = plan(submissions_dir, roster)
+    course = course or CourseGuard(course_files(lab_ids))
+    notes = {path: note for path, _, note in jobs}
+    recorder.prepare(lab_ids)  # the gradebook is created there while the first notebooks grade
     pending = []
-    for path, student in jobs:
+    for path, student, _ in jobs:
         saved = result_path(out_dir, path, submissions_dir)
-        if saved.exists():
-            previous = json.loads(saved.read_text(encoding="utf-8"))
-            if previous.get("sha256") == file_sha256(path) and previous.get("sources") == sources:
-                gradebook.record(db_path, previous)  # idempotent: a run stopped right after the file was written
-                results.append(previous)
-                continue
+        try:
+            previous = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else None
+            reuse = previous is not None and trusted(previous, key, file_sha256(path), course.digest)
+        except Exception:  # a damaged or planted result file: grade again
+            reuse = False
+        if reuse:
+            results.append(_record(recorder, previous))  # idempotent: a run stopped right after the file was written
+            continue
         pending.append((path, student))
-    runner = _run_dask(pending, settings, scheduler) if scheduler else _run_local(pending, settings, workers)
+    if scheduler:
+        runner = _run_dask(pending, settings, scheduler, security)
+    elif workers <= 0:
+        runner = _run_inline(pending, settings)
+    else:
+        runner = _run_local(pending, settings, workers)
     bar = tqdm(total=len(pending), desc="grading", unit="nb", disable=not progress, file=sys.stderr)
     if len(pending) < len(jobs):
         bar.write(f"resuming: {len(jobs) - len(pending)} results already in {out_dir / 'results'}")
-    for result in runner:
-        result["sources"] = sources
-        gradebook.record(db_path, result)  # first: a result file means "recorded", so resume may trust it
-        _write_atomically(result_path(out_dir, Path(result["file"]), submissions_dir), json.dumps(result, indent=1))
-        results.append(result)
-        bar.set_postfix_str(f"{result['student_id']}: {result['status']} in {result['seconds']:.1f}s")
-        bar.update()
-    bar.close()
-    write_reports(results, out_dir)
+    try:
+        for result in runner:
+            course.check()  # before anything of this result is kept
+            result["sources"] = course.digest
+            result["identity"] = notes.get(Path(result["file"]), "")
+            result = _record(recorder, result)  # first: a result file means "recorded", so resume may trust it
+            if result["status"] != GRADER_ERROR or "recorded" not in result["message"]:
+                _write_atomically(result_path(out_dir, Path(result["file"]), submissions_dir),
+                                  json.dumps(sign(result, key), indent=1))
+            results.append(result)
+            bar.set_postfix_str(f"{result['student_id']}: {result['status']} in {result['seconds']:.1f}s")
+            bar.update()
+    finally:
+        bar.close()
+        if hasattr(runner, "close"):
+            runner.close()  # ends the workers even when the batch stops early
+        recorder.close()  # everything sent is in the gradebook
+    write_reports(results, out_dir, painter)
     return results
 
 
-def write_reports(results: list[dict], out_dir: Path) -> None:
-    table = report.grades_table(results)
-    table.to_csv(out_dir / "grades.csv", index=False)
+def write_reports(results: list[dict], out_dir: Path, painter=None) -> None:
+    """grades.csv first (it must exist whatever happens), then feedback pages and the class report;
+    a result whose page cannot be made costs that page only."""
+    from autograder import report
+
+    report.write_grades_csv(results, out_dir / "grades.csv")
     for result in results:
-        path = report.feedback_path(out_dir, result)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(report.feedback_html(result), encoding="utf-8")
-    report.class_report(results, out_dir)
+        try:
+            path = report.feedback_path(out_dir, result)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(report.feedback_html(result), encoding="utf-8", errors="replace")
+        except Exception:
+            print(f"no feedback page for {result.get('file')}:\n{traceback.format_exc(limit=5)}", file=sys.stderr)
+    try:
+        report.class_report(results, out_dir, painter)
+    except Exception:
+        print(f"the class report could not be written:\n{traceback.format_exc(limit=5)}", file=sys.stderr)

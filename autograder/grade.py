@@ -39,6 +39,9 @@ class Settings:
     denied: tuple[Path, ...] = ()
     # Address-space cap of each local grading worker process (0: none); see autograder.workers.
     worker_memory_bytes: int = 6 * 1024**3
+    # A second kernel shows the notebook's own checks with no hidden input in reach (about 0.7 s a
+    # notebook). Without it, feedback shows only what the notebook printed before the first hidden input.
+    feedback_kernel: bool = True
 
 
 @functools.lru_cache(maxsize=None)
@@ -192,23 +195,31 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
     parts = {part.part_id: part for part in lab.parts}
     program = needed_steps(repaired.program)
     with tempfile.TemporaryDirectory(prefix="bpe-grade-") as workdir:
-        # 1. Scores: hidden tests at each test cell's place. Nothing of this kernel's output is shown.
+        # 1. Scores: hidden tests at each test cell's place. Of this kernel's output, only what it
+        # printed before the first hidden input is shown, and only without a feedback kernel.
         graded: dict[str, dict] = {}
+        visible: dict[str, str] = {}
         with _session(workdir, "grading", settings, started, lab.lab_id) as session:
             result["isolation"] = session.isolation
             for step in program:
+                untouched = not session.sent_arguments  # no hidden input has reached this kernel yet
                 if step.kind != "check":
-                    session.run_cell(step.source)
+                    run = session.run_cell(step.source)
+                    if run.status != "ok" and untouched and not settings.feedback_kernel:
+                        result["cells"].append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
                 elif step.cell_id in parts and step.cell_id not in graded:
+                    if untouched and not settings.feedback_kernel:
+                        run = session.run_cell(step.source, replay=False, capture=True)
+                        visible[step.cell_id] = run.stdout.strip() or run.error
                     graded[step.cell_id] = _hidden_tests(session, parts[step.cell_id], settings)
             for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
                 graded.setdefault(part.part_id, _hidden_tests(session, part, settings))
             sent, restarts = session.sent_arguments, session.restarts
         # 2. Feedback: the same program with the visible checks, in a kernel no hidden input reached.
-        visible: dict[str, str] = {}
         try:
-            restarts += _feedback_run(workdir, program, parts, settings, started, visible, result["cells"],
-                                      lab.lab_id)
+            if settings.feedback_kernel:
+                restarts += _feedback_run(workdir, program, parts, settings, started, visible, result["cells"],
+                                          lab.lab_id)
         except (CallTimeout, KernelDied) as failed:  # no time left for it, or no kernel would start
             result["cells"].append({"cell": "-", "kind": "feedback", "status": "skipped",
                                     "error": f"your notebook's own checks could not be shown ({failed})"})

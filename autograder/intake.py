@@ -14,10 +14,15 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.identity import Identity, Roster, identify, tell_apart
 from autograder.labs import all_labs, nbgrader_meta, release_cells
 
 # Statuses of a row that could not be graded; "graded" otherwise.
 EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, DUPLICATE = "empty_file", "invalid_json", "not_a_notebook", "unknown_lab", "duplicate"
+TOO_LARGE = "file_too_large"
+# A lab notebook with every output and plot is a few MB; parsing JSON takes up to ~20 times its
+# size in memory, so a larger file is reported without being read.
+MAX_FILE_BYTES = 100 * 1024**2
 
 
 @dataclass
@@ -33,28 +38,25 @@ class Submission:
 
 
 def student_id_from_flat_name(path: Path) -> str:
-    """The student id of a file in a flat folder: the file name up to its first underscore.
+    """The student id of a file in a flat folder, from the prefix its LMS export wrote (see identity.py).
 
-    Learning-management systems export ``<login>_<numbers>_<original name>.ipynb`` (Canvas) or
-    similar; a file with no underscore is named after the student as a whole.
-    ``"jdoe_1234_5678_toy_bpe.ipynb" -> "jdoe"``; ``"toy-correct.ipynb" -> "toy-correct"``
+    ``"jdoe_1234_5678_toy_bpe.ipynb" -> "jdoe"`` (Canvas); ``"toy-correct.ipynb" -> "toy-correct"``;
+    ``"bob_zzz_toy_bpe.ipynb" -> "bob_zzz"`` (a name of the student's own choosing is not cut short)
     """
-    return path.stem.split("_", 1)[0] or path.stem
+    return identify(Path(Path(path).name), tuple(all_labs())).student_id
 
 
-def find_submissions(folder: Path) -> list[tuple[Path, str]]:
-    """(file, student id) pairs: a flat folder of .ipynb, or nbgrader's ``<student>/<lab>/*.ipynb``."""
+def find_submissions(folder: Path, roster: Roster | None = None) -> list[tuple[Path, Identity]]:
+    """(file, identity) pairs: a flat folder of .ipynb (LMS exports), Moodle's folders, or nbgrader's
+    ``<student>/<lab>/*.ipynb``. Two LMS users with one name are told apart, never merged."""
     folder = Path(folder)
-    found = []
-    for path in sorted(folder.rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in path.parts or not path.is_file():
-            continue
-        relative = path.relative_to(folder)
-        if len(relative.parts) == 3:
-            found.append((path, relative.parts[0]))
-        else:
-            found.append((path, student_id_from_flat_name(path)))
-    return found
+    paths = [path for path in sorted(folder.rglob("*.ipynb"))
+             if ".ipynb_checkpoints" not in path.parts and path.is_file()]
+    labs = tuple(all_labs())
+    identities = tell_apart([identify(path.relative_to(folder), labs) for path in paths])
+    if roster is not None:
+        identities = [roster.resolve(identity) for identity in identities]
+    return list(zip(paths, identities))
 
 
 def _normalized(source: str) -> str:
@@ -85,10 +87,19 @@ def _sha256(raw: bytes) -> str:
 
 def file_sha256(path: Path) -> str:
     """The content hash a submission is known by (what resume compares), without parsing it."""
-    return _sha256(Path(path).read_bytes())
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def read_submission(path: Path, student_id: str) -> Submission:
+    size = Path(path).stat().st_size
+    if size > MAX_FILE_BYTES:
+        return Submission(Path(path), student_id, file_sha256(path), status=TOO_LARGE,
+                          message=f"the file is {size / 1024**2:.0f} MB, more than a notebook of this course can be "
+                                  f"({MAX_FILE_BYTES // 1024**2} MB): clear its outputs and hand it in again")
     raw = Path(path).read_bytes()
     sub = Submission(Path(path), student_id, _sha256(raw))
     if not raw.strip():
@@ -99,7 +110,10 @@ def read_submission(path: Path, student_id: str) -> Submission:
     try:
         data = json.loads(raw.decode(encoding))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        sub.status, sub.message = INVALID_JSON, f"the file is not valid JSON ({error}); was it saved or downloaded completely?"
+        sub.status, sub.message = INVALID_JSON, f"the file is not valid JSON ({str(error)[:200]}); was it saved or downloaded completely?"
+        return sub
+    except RecursionError:
+        sub.status, sub.message = NOT_A_NOTEBOOK, "the file is JSON nested too deeply to be a notebook"
         return sub
     if not isinstance(data, dict) or not ("cells" in data or "worksheets" in data):
         sub.status, sub.message = NOT_A_NOTEBOOK, "the file is JSON but not a Jupyter notebook (no cells)"
@@ -107,8 +121,8 @@ def read_submission(path: Path, student_id: str) -> Submission:
     major = data.get("nbformat")
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
-    except Exception as error:
-        sub.status, sub.message = NOT_A_NOTEBOOK, f"the notebook could not be read ({type(error).__name__}: {error})"
+    except Exception as error:  # RecursionError included: nesting that json allows and nbformat does not
+        sub.status, sub.message = NOT_A_NOTEBOOK, f"the notebook could not be read ({type(error).__name__}: {str(error)[:200]})"
         return sub
     if major != 4:
         sub.notes.append(f"converted from nbformat {major} to nbformat 4")

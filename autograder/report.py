@@ -5,28 +5,45 @@ messages and of the notebook's own visible check; never hidden-test source, inpu
 """
 from __future__ import annotations
 
+import csv
 import html
+import re
 from collections import Counter
 from pathlib import Path
 
-import matplotlib
+from jinja2 import Environment
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-import pandas as pd  # noqa: E402
-from jinja2 import Environment  # noqa: E402
+from autograder.labs import all_labs
 
-from autograder.labs import all_labs  # noqa: E402
+# matplotlib is imported by class_report only, and pandas nowhere: together they take longer to
+# import (1.2 CPU-s) than this module takes to write every report of a small class. A batch
+# imports matplotlib in a background process while it grades (``painter``).
 
 BASE_COLUMNS = ["student_id", "lab", "file", "status", "score", "max_score"]
+
+
+def _csv_safe(value):
+    """Text a spreadsheet shows as text: no formula (=, +, -, @ first), no unencodable characters."""
+    if not isinstance(value, str):
+        return value
+    value = value.encode("utf-8", "replace").decode("utf-8")
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
 def part_columns() -> list[str]:
     return list(dict.fromkeys(part.part_id for lab in all_labs().values() for part in lab.parts))
 
 
-def grades_table(results: list[dict]) -> pd.DataFrame:
+def grades_columns() -> list[str]:
+    return BASE_COLUMNS + part_columns() + ["integrity", "error", "isolation", "identity", "seconds"]
+
+
+def _sort_key(row: dict) -> tuple:
+    """By student, lab, file; a missing value after every present one."""
+    return tuple((row.get(key) is None, str(row.get(key) or "")) for key in ("student_id", "lab", "file"))
+
+
+def grades_rows(results: list[dict]) -> list[dict]:
     """One row per submission: ids, status, scores, one column per part, integrity and error."""
     rows = []
     for result in results:
@@ -35,11 +52,48 @@ def grades_table(results: list[dict]) -> pd.DataFrame:
             row[part_id] = part["score"]
         row["integrity"] = "; ".join(f"{e['event']} {e['cell']}" for e in result.get("integrity", []))
         row["error"] = result.get("message", "")
+        row["isolation"] = result.get("isolation") or "unknown"
+        row["identity"] = result.get("identity", "")
         row["seconds"] = result.get("seconds")
-        rows.append(row)
-    columns = BASE_COLUMNS + part_columns() + ["integrity", "error", "seconds"]
-    table = pd.DataFrame(rows, columns=columns)
-    return table.sort_values(["student_id", "lab", "file"], na_position="last").reset_index(drop=True)
+        rows.append({key: _csv_safe(value) for key, value in row.items()})
+    return sorted(rows, key=_sort_key)
+
+
+def write_grades_csv(results: list[dict], path: Path) -> None:
+    """grades.csv: ``grades_columns()``, one row per submission, an empty cell for a missing value."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, grades_columns(), restval="", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows({key: "" if value is None else value for key, value in row.items()}
+                         for row in grades_rows(results))
+
+
+def grades_text(results: list[dict]) -> str:
+    """The grades as plain-text tables, one per lab, with that lab's columns only (for the terminal).
+
+    A column is left out when no row of the lab has a value in it; ``file`` and ``integrity``
+    are long and left to grades.csv.
+    """
+    by_lab: dict[str, list[dict]] = {}
+    for row in grades_rows(results):
+        by_lab.setdefault(row["lab"] or "(no lab)", []).append(row)
+    blocks = []
+    for lab_id, rows in by_lab.items():
+        columns = [column for column in grades_columns() if column not in ("lab", "file", "integrity")
+                   and any(row.get(column) not in (None, "") for row in rows)]
+        cells = [[_cell(row.get(column)) for column in columns] for row in rows]
+        widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)]
+        lines = [" ".join(column.rjust(width) for column, width in zip(columns, widths))]
+        lines += [" ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in cells]
+        blocks.append(f"{lab_id}\n" + "\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _cell(value) -> str:
+    if value is None or value == "":
+        return ""
+    return f"{value:g}" if isinstance(value, float) else " ".join(str(value).split())[:80]
 
 
 FEEDBACK = Environment(autoescape=True).from_string("""<!doctype html>
@@ -74,20 +128,74 @@ def feedback_html(result: dict) -> str:
     return FEEDBACK.render(r=result, title=title, file_name=Path(result["file"]).name, problems=problems, fmt=_fmt)
 
 
+def _path_safe(text: str) -> str:
+    """A file name made from a student id or file name: no separators, no leading dot, no '..'."""
+    safe = re.sub(r"[^\w@+=,. -]", "_", str(text)).strip(" .") or "_"
+    return safe[:120]
+
+
 def feedback_path(out_dir: Path, result: dict) -> Path:
     name = result.get("lab") or Path(result["file"]).stem
-    return Path(out_dir) / "feedback" / result["student_id"] / f"{name}.html"
+    return Path(out_dir) / "feedback" / _path_safe(result["student_id"]) / f"{_path_safe(name)}.html"
 
 
-def class_report(results: list[dict], out_dir: Path) -> Path:
-    """scores.png (per lab and per part) and class_report.md (parts most missed, common failures)."""
+# Markdown that a student's text could use to format, link or embed in class_report.md.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:])")
+
+
+def markdown_text(text: str, limit: int = 300) -> str:
+    """Student-made text as plain Markdown text: one line, every Markdown and HTML character escaped
+    (no link, image, ``javascript:`` URL or raw HTML survives)."""
+    text = " ".join(str(text).split())[:limit]
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", html.escape(text, quote=True))
+
+
+def painter():
+    """A background process that imports matplotlib now; ``class_report(..., painter=it)`` uses it later."""
+    from autograder.background import Background
+
+    return Background("class report painter", preload=["matplotlib.figure", "matplotlib.ticker",
+                                                       "matplotlib.backends.backend_agg"])
+
+
+def class_report(results: list[dict], out_dir: Path, painter=None) -> Path:
+    """scores.png (per lab and per part) and class_report.md (parts most missed, common failures).
+
+    Drawn by ``painter`` (see ``painter()``; it is closed after) if given, else in this process.
+    """
+    if painter is not None:
+        from autograder.background import BackgroundLost
+
+        try:
+            return painter.call(_class_report, results, out_dir)
+        except BackgroundLost:
+            pass
+        finally:
+            painter.close()
+    return _class_report(results, out_dir)
+
+
+def _class_report(results: list[dict], out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     graded = [r for r in results if r.get("status") == "graded"]
     lines = ["# Class report", "", f"{len(results)} files, {len(graded)} graded.", ""]
     statuses = Counter(r.get("status") for r in results)
-    lines += ["| status | files |", "|---|---|"] + [f"| {s} | {n} |" for s, n in statuses.most_common()] + [""]
+    lines += ["| status | files |", "|---|---|"] + [f"| {markdown_text(s)} | {n} |" for s, n in statuses.most_common()] + [""]
+    isolation = Counter(r.get("isolation") or "unknown" for r in results if r.get("status") == "graded")
+    lines += ["How the student kernels were isolated (see the README's threat model):", "",
+              "| isolation | graded files |", "|---|---|"]
+    lines += [f"| {markdown_text(kind)} | {n} |" for kind, n in isolation.most_common()] or ["| (no file graded) | 0 |"]
+    lines.append("")
+    identity = [r for r in results if r.get("identity")]
+    if identity:
+        lines += ["Who handed in what (from the export names or the roster):", ""]
+        lines += [f"* {markdown_text(Path(r['file']).name)}: {markdown_text(r['identity'])}" for r in identity] + [""]
+    from matplotlib.figure import Figure  # no pyplot: no GUI backend is looked for
+    from matplotlib.ticker import MaxNLocator
+
     labs = sorted({r["lab"] for r in graded}, key=lambda lab_id: all_labs()[lab_id].order)
-    figure, axes = plt.subplots(len(labs) or 1, 2, figsize=(11, 3.2 * max(len(labs), 1)), squeeze=False)
+    figure = Figure(figsize=(11, 3.2 * max(len(labs), 1)))
+    axes = figure.subplots(len(labs) or 1, 2, squeeze=False)
     for row, lab_id in enumerate(labs):
         lab = all_labs()[lab_id]
         mine = [r for r in graded if r["lab"] == lab_id]
@@ -107,13 +215,12 @@ def class_report(results: list[dict], out_dir: Path) -> Path:
             lines.append(f"| {part.part_id} | {fraction:.0%} | {round((1 - fraction) * len(mine))} students |")
         failures = Counter((pid, p["message"]) for r in mine for pid, p in r["parts"].items() if p["score"] < p["max_score"])
         lines += ["", "Most common failure messages:", ""]
-        lines += [f"1. **{pid}** ({n}×): {html.escape(message, quote=False)}" for (pid, message), n in failures.most_common(5)] or ["(none)"]
+        lines += [f"1. **{pid}** ({n}×): {markdown_text(message)}" for (pid, message), n in failures.most_common(5)] or ["(none)"]
         lines.append("")
     figure.tight_layout()
     png = out_dir / "scores.png"
     figure.savefig(png, dpi=110)
-    plt.close(figure)
     lines += ["![score distributions](scores.png)", ""]
     path = out_dir / "class_report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    path.write_text("\n".join(lines), encoding="utf-8", errors="replace")
     return path

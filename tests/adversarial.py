@@ -375,6 +375,13 @@ REMEMBERS_INPUTS = ("    merged = []\n", "    SEEN.append((word, pair))\n    mer
 PRINTS_REMEMBERED = ("    corpus, vocabulary = bpe_initialize(dataset)\n",
                      "    for _seen in SEEN[-40:]:\n        print('❌', *_seen)\n    corpus, vocabulary = bpe_initialize(dataset)\n")
 
+# The same, encoded so that no exact-string filter finds it: joined with dots, and reversed.
+PRINTS_ENCODED = ("    corpus, vocabulary = bpe_initialize(dataset)\n",
+                  "    for _word, _pair in SEEN[-40:]:\n        print('❌', '.'.join(_word), ''.join(_word)[::-1])\n"
+                  "    corpus, vocabulary = bpe_initialize(dataset)\n")
+# A cell added after the last answer raises with what merge_pair_in_word remembered, reversed.
+RAISES_REMEMBERED = "raise ValueError(' '.join(''.join(_w)[::-1] for _w, _p in SEEN[-40:]))\n"
+
 
 # A later cell redefines an earlier answer's function for its own use (returns a tuple): the
 # notebook run top to bottom shows every check ✅ at its place, as nbgrader grades it.
@@ -576,6 +583,18 @@ def _cases() -> list[Case]:
         replace_in(nb, "merge_solution", *REMEMBERS_INPUTS)
         replace_in(nb, "learn_solution", *PRINTS_REMEMBERED)
 
+    def prints_encoded(nb):
+        cell = cell_of(nb, "merge_solution")
+        cell.source = "SEEN = []\n\n" + cell.source
+        replace_in(nb, "merge_solution", *REMEMBERS_INPUTS)
+        replace_in(nb, "learn_solution", *PRINTS_ENCODED)
+
+    def raises_remembered_at_end(nb):
+        cell = cell_of(nb, "merge_solution")
+        cell.source = "SEEN = []\n\n" + cell.source
+        replace_in(nb, "merge_solution", *REMEMBERS_INPUTS)
+        insert_after(nb, "tokenize_solution", new_code(RAISES_REMEMBERED, "my-cell"))
+
     def shadowing(nb):
         cell = cell_of(nb, "tokenize_solution")
         cell.source = cell.source + SHADOWING_HELPER
@@ -652,6 +671,10 @@ def _cases() -> list[Case]:
              mangled(lambda nb: replace_in(nb, "tokenize_solution", *RAISES_WITH_INPUT)), parts=lose_tokenize),
         Case("leak-via-visible-check", "merge_pair_in_word remembers its inputs; learn_bpe prints them during the learn check",
              mangled(remembers_inputs), parts=full),
+        Case("leak-encoded-print", "as leak-via-visible-check, printed joined with dots and reversed",
+             mangled(prints_encoded), parts=full),
+        Case("leak-added-cell-error", "a cell added after tokenize raises with the remembered inputs, reversed",
+             mangled(raises_remembered_at_end), parts=full, integrity=(("added", added_after("tokenize_solution")),)),
         # limits
         Case("limit-loop-in-function", "tokenize never ends: only tokenize loses", mangled(loop_in_function), parts=lose_tokenize),
         Case("limit-loop-at-top", "an endless loop at the top of the learn answer cell, before the def", mangled(loop_at_top),
@@ -682,9 +705,9 @@ def _cases() -> list[Case]:
              parts=full),
         Case("null-source", "an added markdown cell with \"source\": null", null_source_cell, parts=full),
         Case("dup-first", "the first of two files of one student: not graded", lambda nb: dump(nb),
-             status="duplicate", parts={}, file_name="dup_1_toy_bpe.ipynb"),
+             status="duplicate", parts={}, file_name="dup_1234_5678_toy_bpe.ipynb"),
         Case("dup-second", "the second of two files of one student (tokenize wrong): graded",
-             mangled(with_wrong_tokenize), parts=lose_tokenize, file_name="dup_2_toy_bpe.ipynb"),
+             mangled(with_wrong_tokenize), parts=lose_tokenize, file_name="dup_LATE_1234_5678_toy_bpe-1.ipynb"),
         Case("other-lab", "the GPT-2 lab's correct notebook handed in under the toy lab's file name", other_lab,
              lab="gpt2_bpe", parts=gpt2_expected, file_name="otherlab_toy_bpe.ipynb"),
     ]

@@ -32,7 +32,7 @@ SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_secon
                     part_seconds=20)
 
 # Cases whose student code tries to smuggle hidden inputs into its own feedback.
-LEAK_CASES = ("leak-exception-message", "leak-via-visible-check")
+LEAK_CASES = ("leak-exception-message", "leak-via-visible-check", "leak-encoded-print", "leak-added-cell-error")
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,16 @@ def hidden_source_fragments() -> set[str]:
             if len(code) > 12 and not code.startswith(('"', "f\"", "'")) and code not in visible:
                 fragments.add(code.split(', "')[0])
     return fragments
+
+
+def encodings(argument_repr: str) -> set[str]:
+    """How the leak cases print a word they remembered: joined with dots, and reversed."""
+    import ast
+
+    value = ast.literal_eval(argument_repr)
+    if isinstance(value, list) and value and all(isinstance(s, str) for s in value):
+        return {".".join(value), "".join(value)[::-1]}
+    return set()
 
 
 def recorded_inputs() -> tuple[set[str], set[str], str]:
@@ -140,21 +150,34 @@ def test_feedback_shows_no_hidden_test_source(case, graded):
     assert not leaked, f"hidden-test source in the feedback: {leaked[:3]}"
 
 
+@pytest.fixture(scope="module")
+def encoded_inputs() -> tuple[set[str], set[str]]:
+    """The leak cases' encodings (dotted, reversed) of hidden inputs, and of the notebook's own inputs."""
+    visible, hidden, printed = recorded_inputs()
+    shown = "\n".join([printed, *(HIDDEN_TESTS.sub("", cell.source) for cell in get_lab(LAB).release_notebook().cells)])
+    mine = {form for value in visible for form in encodings(value)}
+    theirs = {form for value in hidden for form in encodings(value) if len(form) >= 12 and form not in shown} - mine
+    assert len(theirs) > 20, "the hidden tests should have many inputs of their own"
+    return theirs, mine
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case.case_id for case in CASES])
-def test_feedback_shows_no_hidden_inputs(case, graded, hidden_inputs):
+def test_feedback_shows_no_hidden_inputs(case, graded, hidden_inputs, encoded_inputs):
     out, results = graded
     text = feedback_text(out, results[case.file])
-    leaked = sorted(value for value in hidden_inputs if value in text)
+    leaked = sorted(value for value in hidden_inputs | encoded_inputs[0] if value in text)
     assert not leaked, f"hidden inputs in the feedback: {leaked[:3]}"
 
 
-def test_the_leak_cases_tried_and_were_redacted(graded):
-    """The hidden-input check above is not vacuous: the leak cases' code did print or raise hidden
-    inputs inside the kernel, and the grader replaced them in what the student sees."""
+def test_the_leak_cases_tried_and_their_output_is_shown(graded, encoded_inputs):
+    """The hidden-input check above is not vacuous: the leak cases' code did print or raise what it
+    remembered, and the student sees it, made only of inputs from the notebook itself."""
     out, results = graded
-    for case_id in LEAK_CASES:
-        text = feedback_text(out, results[next(c.file for c in CASES if c.case_id == case_id)])
-        assert "[hidden input]" in text, case_id
+    texts = {case_id: feedback_text(out, results[next(c.file for c in CASES if c.case_id == case_id)]) for case_id in LEAK_CASES}
+    assert "❌" in texts["leak-via-visible-check"]
+    assert any(form in texts["leak-encoded-print"] for form in encoded_inputs[1]), "the encoded prints are shown"
+    assert "ValueError" in texts["leak-added-cell-error"], "the added cell's error is shown"
+    assert "raised ValueError" in texts["leak-exception-message"]
 
 
 # -- resume --------------------------------------------------------------------------------------
@@ -212,14 +235,15 @@ def test_an_interrupted_batch_resumes_without_regrading(resume_folder, monkeypat
     out = resume_folder / "interrupted"
     shutil.rmtree(out, ignore_errors=True)
     first = count_calls(monkeypatch, stop_after=2)
+    # workers=0: graded in this process, so that the counting stand-in of grade_file sees every call
     with pytest.raises(Interrupted):
-        grade_folder(resume_folder / "submissions", out, SETTINGS, workers=1, progress=False)
+        grade_folder(resume_folder / "submissions", out, SETTINGS, workers=0, progress=False)
     saved = sorted((out / "results").glob("*.json"))
     assert len(first) == 2 and len(saved) == 2
     before = {path.name: (path.stat().st_mtime_ns, json.loads(path.read_text())["seconds"]) for path in saved}
 
     again = count_calls(monkeypatch)
-    grade_folder(resume_folder / "submissions", out, SETTINGS, workers=1, progress=False)
+    grade_folder(resume_folder / "submissions", out, SETTINGS, workers=0, progress=False)
     assert sorted(again) == sorted(set(case.file for case in CASES if case.case_id in RESUME_CASES) - set(first)), \
         "only the files without a result may be graded again"
     after = {path.name: (path.stat().st_mtime_ns, json.loads(path.read_text())["seconds"]) for path in saved}
@@ -235,11 +259,26 @@ def test_a_batch_interrupted_while_recording_resumes_complete(resume_folder, mon
     def record(db_path, result):
         raise Interrupted()
 
-    monkeypatch.setattr(batch.gradebook, "record", record)
+    monkeypatch.setattr(gradebook, "record", record)
     with pytest.raises(Interrupted):
         grade_folder(resume_folder / "submissions", out, SETTINGS, workers=2, progress=False)
     # The gradebook is written before the result file: a file means the student is recorded.
     assert len(list((out / "results").glob("*.json"))) == 0
-    monkeypatch.setattr(batch.gradebook, "record", real_record)
+    monkeypatch.setattr(gradebook, "record", real_record)
     grade_folder(resume_folder / "submissions", out, SETTINGS, workers=2, progress=False)
     assert_same_as_uninterrupted(resume_folder, out)
+
+
+@pytest.mark.parametrize("case_id", LEAK_CASES)
+def test_with_one_kernel_the_feedback_stops_at_the_first_hidden_input(case_id, tmp_path, hidden_inputs, encoded_inputs):
+    """``--one-kernel``: no feedback kernel, so nothing the notebook printed after a hidden input is shown."""
+    from dataclasses import replace
+
+    case = next(c for c in CASES if c.case_id == case_id)
+    write_cases(tmp_path, [case])
+    result = real_grade_file(tmp_path / case.file, case.case_id, replace(SETTINGS, feedback_kernel=False))
+    assert {part_id: part["score"] for part_id, part in result["parts"].items()} == case.parts
+    text = BeautifulSoup(report.feedback_html(result), "html.parser").get_text()
+    leaked = sorted(value for value in hidden_inputs | encoded_inputs[0] if value in text)
+    assert not leaked, f"hidden inputs in the feedback: {leaked[:3]}"
+    assert result["parts"]["initialize"]["visible_check"], "the first part's check ran before any hidden input"

@@ -47,18 +47,20 @@ def test_free_names_are_what_a_cell_uses_but_never_binds():
 
 
 @pytest.mark.parametrize("name, student", [("jdoe_1234_5678_toy_bpe.ipynb", "jdoe"), ("toy-correct.ipynb", "toy-correct"),
+                                           ("jdoe_LATE_1234_5678_toy_bpe-1.ipynb", "jdoe"), ("jdoe_toy_bpe.ipynb", "jdoe"),
+                                           ("bob_zzz_toy_bpe.ipynb", "bob_zzz"), ("ann_lee.ipynb", "ann_lee"),
                                            ("Ada Lovelace_99_assignsubmission_file_lab.ipynb", "Ada Lovelace")])
-def test_student_id_from_a_flat_folder_is_the_name_up_to_the_first_underscore(name, student):
+def test_student_id_from_a_flat_folder_is_the_prefix_the_export_wrote(name, student):
     assert student_id_from_flat_name(Path(name)) == student
 
 
 def test_nbgrader_tree_and_flat_folder_are_both_found(tmp_path):
     (tmp_path / "flat").mkdir()
-    (tmp_path / "flat" / "amy_1_toy.ipynb").write_text("{}")
+    (tmp_path / "flat" / "amy_1_2_toy.ipynb").write_text("{}")
     (tmp_path / "tree" / "bob" / "toy_bpe").mkdir(parents=True)
     (tmp_path / "tree" / "bob" / "toy_bpe" / "toy_bpe.ipynb").write_text("{}")
-    assert [s for _, s in find_submissions(tmp_path / "flat")] == ["amy"]
-    assert [s for _, s in find_submissions(tmp_path / "tree")] == ["bob"]
+    assert [s.student_id for _, s in find_submissions(tmp_path / "flat")] == ["amy"]
+    assert [s.student_id for _, s in find_submissions(tmp_path / "tree")] == ["bob"]
 
 
 def test_lab_is_recognised_by_content_when_metadata_is_gone():

@@ -1,0 +1,182 @@
+"""Local grading workers that a hostile file cannot take down with it.
+
+Each worker is a process of its own, fed one file at a time over a pipe, with an address-space
+limit of its own (``RLIMIT_AS``). The parent watches every worker: one that dies (killed, out of
+memory, ``os._exit``), stops (``SIGSTOP``) or hangs past the file's time budget is killed with
+every process it started, and its file is graded once more in a fresh worker; a second loss gives
+the file a ``worker_lost`` row. The batch goes on either way: no ``BrokenProcessPool``, no freeze.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import resource
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Callable, Iterator
+
+import psutil
+
+WORKER_LOST = "worker_lost"
+
+
+def _serve(connection, function: Callable, memory_bytes: int) -> None:
+    """A worker's life: set its own memory limit, then grade whatever the parent sends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    if memory_bytes > 0:
+        # the soft limit only: a kernel this worker starts sets its own (lower or higher) limit
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard), hard))
+    while True:
+        try:
+            job = connection.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        job_id, args = job
+        try:
+            result = function(*args)
+        except BaseException as error:  # the function guards itself; this is the last line
+            result = {"worker_error": f"{type(error).__name__}: {str(error)[:300]}"}
+        try:
+            connection.send((job_id, result))
+        except Exception as error:  # an unpicklable or oversized result
+            connection.send((job_id, {"worker_error": f"the result could not be sent ({type(error).__name__})"}))
+
+
+@dataclass
+class _Worker:
+    process: multiprocessing.Process
+    connection: object
+    job: tuple | None = None  # (job id, args, attempt)
+    started: float = 0.0
+    stopped_since: float | None = None
+    descendants: set = field(default_factory=set)  # (pid, start time) of every process it started
+
+
+class WorkerPool:
+    """``run(jobs)`` yields ``(args, result)`` for every job, results of lost workers included.
+
+    ``on_lost(args, reason)`` makes the row of a job whose worker was lost twice; ``budget`` is the
+    most seconds one job may take before the watchdog calls its worker hung.
+    """
+
+    def __init__(self, function: Callable, workers: int, on_lost: Callable, budget: float,
+                 memory_bytes: int = 0, stopped_grace: float = 2.0, poll: float = 0.5):
+        self.function, self.size, self.on_lost = function, max(1, workers), on_lost
+        self.budget, self.memory_bytes, self.stopped_grace, self.poll = budget, memory_bytes, stopped_grace, poll
+        self.context = multiprocessing.get_context("fork")
+        self.workers: list[_Worker] = []
+        self.lost: list[str] = []  # what the watchdog did, for the log
+
+    def _spawn(self) -> _Worker:
+        parent, child = self.context.Pipe()
+        process = self.context.Process(target=_serve, args=(child, self.function, self.memory_bytes), daemon=True)
+        process.start()
+        child.close()
+        worker = _Worker(process, parent)
+        self.workers.append(worker)
+        return worker
+
+    def _kill(self, worker: _Worker) -> None:
+        """The worker and every process it started (kernels run in sessions of their own)."""
+        try:
+            worker.descendants |= {(p.pid, p.create_time()) for p in psutil.Process(worker.process.pid).children(recursive=True)}
+        except psutil.Error:
+            pass
+        try:
+            os.kill(worker.process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        for pid, started in worker.descendants:  # orphans of a dead worker too, never a reused pid
+            try:
+                process = psutil.Process(pid)
+                if process.create_time() == started:
+                    process.kill()
+            except psutil.Error:
+                pass
+        worker.process.join(5)
+        worker.connection.close()
+        self.workers.remove(worker)
+
+    def _health(self, worker: _Worker, now: float) -> str | None:
+        """Why the watchdog must end this busy worker, if it must."""
+        if not worker.process.is_alive():
+            return f"the grading process ended (exit code {worker.process.exitcode})"
+        try:
+            me = psutil.Process(worker.process.pid)
+            worker.descendants |= {(p.pid, p.create_time()) for p in me.children(recursive=True)}
+            state = me.status()
+        except psutil.Error:
+            return "the grading process vanished"
+        if state in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+            worker.stopped_since = worker.stopped_since or now
+            if now - worker.stopped_since >= self.stopped_grace:
+                return "the grading process was stopped (SIGSTOP or a debugger)"
+        else:
+            worker.stopped_since = None
+        if now - worker.started > self.budget:
+            return f"the grading process did not finish within {self.budget:g} s"
+        return None
+
+    def run(self, jobs: list[tuple]) -> Iterator[tuple[tuple, dict]]:
+        queue = deque((index, args, 1) for index, args in enumerate(jobs))
+        try:
+            while queue or any(w.job for w in self.workers):
+                for worker in [w for w in self.workers if w.job is None]:
+                    if not queue:
+                        break
+                    yield from self._assign(worker, queue)
+                while queue and len(self.workers) < self.size:
+                    yield from self._assign(self._spawn(), queue)
+                busy = {w.connection: w for w in self.workers if w.job}
+                for connection in wait(list(busy), timeout=self.poll):
+                    worker = busy[connection]
+                    try:
+                        job_id, result = connection.recv()
+                    except (EOFError, OSError):
+                        continue  # it died: the health check below sees it
+                    args = worker.job[1]
+                    worker.job = None
+                    if "worker_error" in result:
+                        result = self.on_lost(args, result["worker_error"])
+                    yield args, result
+                now = time.monotonic()
+                for worker in [w for w in self.workers if w.job]:
+                    reason = self._health(worker, now)
+                    if reason:
+                        job_id, args, attempt = worker.job
+                        self._kill(worker)
+                        self.lost.append(f"{args[0]}: {reason} (attempt {attempt})")
+                        if attempt < 2:
+                            queue.appendleft((job_id, args, attempt + 1))
+                        else:
+                            yield args, self.on_lost(args, f"{reason}, twice")
+        finally:
+            for worker in list(self.workers):
+                if worker.job is None and worker.process.is_alive():
+                    try:
+                        worker.connection.send(None)
+                    except OSError:
+                        pass
+                    worker.process.join(10)
+                if worker.process.is_alive() or worker.job is not None:
+                    self._kill(worker)
+                elif worker in self.workers:
+                    worker.connection.close()
+                    self.workers.remove(worker)
+
+    def _assign(self, worker: _Worker, queue: deque) -> Iterator:
+        job_id, args, attempt = queue.popleft()
+        try:
+            worker.connection.send((job_id, args))
+        except (OSError, ValueError):  # the worker died while idle: a fresh one takes the job
+            queue.appendleft((job_id, args, attempt))
+            self._kill(worker)
+            return
+        worker.job, worker.started, worker.stopped_since = (job_id, args, attempt), time.monotonic(), None
+        yield from ()

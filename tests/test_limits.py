@@ -1,0 +1,67 @@
+"""Limits the grader keeps for itself: one wall-clock budget per file (restarts and replays
+included, restarts capped) and a size cap on what a kernel may send back."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from adversarial import cell_of, correct_notebook, dump
+from autograder import REPO_ROOT
+from autograder.grade import Settings, grade_file
+from autograder.kernel import Limits
+
+SLOW = "import time\ntime.sleep(3)\n"
+EXIT = "\n\ndef merge_pair_in_word(word, pair):\n    import os\n    os._exit(1)\n"
+
+
+def slow_and_dying_notebook() -> bytes:
+    """Two answer cells that take 3 s each, and a function that ends its kernel whenever it is called:
+    every hidden-test call restarts the kernel and replays both slow cells."""
+    nb = correct_notebook()
+    for cell_id in ("initialize_solution", "pair_frequencies_solution"):
+        cell = cell_of(nb, cell_id)
+        cell.source = SLOW + cell.source
+    cell_of(nb, "merge_solution").source += EXIT
+    return dump(nb)
+
+
+def test_the_notebook_timeout_caps_everything_done_for_a_file(tmp_path):
+    path = tmp_path / "slow_toy_bpe.ipynb"
+    path.write_bytes(slow_and_dying_notebook())
+    limits = Limits(cell_seconds=5, call_seconds=2, notebook_seconds=12, max_restarts=2, interrupt_grace_seconds=2)
+    result = grade_file(path, "slow", Settings(limits=limits, part_seconds=20))
+    assert result["status"] == "graded", result["message"]
+    assert result["parts"]["merge"]["score"] == 0
+    assert result["restarts"] <= limits.max_restarts + 1  # the grading kernel's, and at most one of the feedback kernel's
+    # 12 s of budget, plus what ends the last request (an interrupt's grace) and a kernel's shutdown
+    assert result["seconds"] < 12 + 15, result["seconds"]
+
+
+REPLY = textwrap.dedent("""
+    import resource, sys
+    from pathlib import Path
+    from autograder.kernel import KernelDied, KernelSession, Limits, CallTimeout
+
+    limits = Limits(cell_seconds=20, call_seconds=8, memory_bytes=3 * 1024**3, interrupt_grace_seconds=2)
+    with KernelSession(Path(sys.argv[1]), limits) as session:
+        session.run_cell("def big():\\n    return 'x' * 200_000_000\\ndef small():\\n    return 'ok'")
+        try:
+            session.call("big")
+            outcome = "returned"
+        except (KernelDied, CallTimeout) as error:
+            outcome = type(error).__name__
+        again = session.call("small")
+    print(outcome, again, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+""")
+
+
+def test_a_huge_reply_is_dropped_before_the_grader_decodes_it(tmp_path):
+    """A function that returns 200 MB: the call fails as a dead kernel would, the session goes on,
+    and the grader's own memory stays small (it grew by 1.3 GB before the cap)."""
+    done = subprocess.run([sys.executable, "-c", REPLY, str(tmp_path / "work")], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=300, env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    outcome, again, peak_mb = done.stdout.split()
+    assert outcome in ("KernelDied", "CallTimeout") and again == "ok"
+    assert int(peak_mb) < 400, f"the grader grew to {peak_mb} MB"
