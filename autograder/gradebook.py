@@ -120,21 +120,28 @@ def _record_in_background(db_path: Path, result: dict) -> None:
 class Recorder:
     """``record(result)``, with the gradebook prepared in a background process while notebooks grade.
 
-    ``record`` raises what ``record`` raised, or what ``prepare`` raised (for every result).
-    Without the background process (no fork here, or it died or hangs) the work is done in
-    this process. ``close()`` returns when everything recorded is in the gradebook.
+    The process starts importing nbgrader at once; ``prepare(lab_ids)`` (as soon as the labs
+    are known) has it create the gradebook and register them. ``record`` raises what
+    ``record`` raised, or what ``prepare`` raised (for every result). Without the background
+    process (no fork here, or it died or hangs) the work is done in this process. ``close()``
+    returns when everything recorded is in the gradebook.
 
-        recorder = Recorder(Path("out/gradebook.db"), ["toy_bpe"])
+        recorder = Recorder(Path("out/gradebook.db"))
+        recorder.prepare(["toy_bpe"])
         recorder.record(result)
         recorder.close()
     """
 
-    def __init__(self, db_path: Path, lab_ids: list[str] | None = None):
-        self.db_path, self.lab_ids = Path(db_path), lab_ids
+    def __init__(self, db_path: Path):
+        self.db_path, self.lab_ids = Path(db_path), None
         self.answered = False  # has the background process said how prepare went?
         self.failed: BaseException | None = None  # what prepare raised there
         self.prepared_here = False
-        self.helper = Background("gradebook recorder")
+        self.helper = Background("gradebook recorder", preload=["nbgrader.api", "autograder.build"])
+
+    def prepare(self, lab_ids: list[str] | None = None) -> None:
+        """Have the gradebook created and ``lab_ids`` registered (every lab: None); returns at once."""
+        self.lab_ids = lab_ids
         try:
             self.helper.submit(_prepare_in_background, self.db_path, lab_ids)
         except BackgroundLost:

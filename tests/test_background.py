@@ -65,7 +65,8 @@ def test_recorder_writes_what_record_writes(tmp_path):
     """The same results, recorded through the background process and in this process, give the same gradebook scores."""
     results = [graded_result("toy_bpe", "ada", [2, 1, 0, 3, 2]), graded_result("toy_bpe", "bob", [0, 0, 0, 0, 1]),
                {"status": "empty_file", "lab": None, "student_id": "cy"}]
-    recorder = gradebook.Recorder(tmp_path / "background.db", ["toy_bpe"])
+    recorder = gradebook.Recorder(tmp_path / "background.db")
+    recorder.prepare(["toy_bpe"])
     for result in results:
         recorder.record(result)
     recorder.close()
@@ -78,7 +79,8 @@ def test_recorder_writes_what_record_writes(tmp_path):
 
 
 def test_recorder_carries_on_in_this_process_when_its_process_dies(tmp_path):
-    recorder = gradebook.Recorder(tmp_path / "gradebook.db", ["toy_bpe"])
+    recorder = gradebook.Recorder(tmp_path / "gradebook.db")
+    recorder.prepare(["toy_bpe"])
     recorder.record(graded_result("toy_bpe", "ada", [2, 2, 2, 3, 2]))
     recorder.helper.process.kill()
     recorder.record(graded_result("toy_bpe", "bob", [1, 0, 0, 0, 0]))
@@ -88,7 +90,8 @@ def test_recorder_carries_on_in_this_process_when_its_process_dies(tmp_path):
 
 def test_recorder_raises_for_every_result_when_the_gradebook_cannot_be_prepared(tmp_path):
     (tmp_path / "a-folder.db").mkdir()  # SQLite cannot open a folder
-    recorder = gradebook.Recorder(tmp_path / "a-folder.db", ["toy_bpe"])
+    recorder = gradebook.Recorder(tmp_path / "a-folder.db")
+    recorder.prepare(["toy_bpe"])
     try:
         for student in ("ada", "bob"):
             with pytest.raises(Exception) as raised:
