@@ -5,6 +5,7 @@ Reference: the supported range is written in five places (README.md's "Two comma
 pyproject.toml's ``requires-python``, environment.yml, the header of requirements.txt, the
 Makefile's ``PYTHON_VERSIONS``); each is read as the set of Python 3 minor versions it allows.
 """
+import os
 import re
 import shutil
 import subprocess
@@ -88,7 +89,8 @@ def supported() -> set[str]:
 
 def interpreter(version: str) -> str | None:
     """A real interpreter of that minor version on this machine (pyenv's, else on PATH), or None."""
-    installed = sorted(Path.home().glob(f".pyenv/versions/{version}.*/bin/python{version}"))
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    installed = sorted(pyenv_root.glob(f"versions/{version}.*/bin/python{version}"))
     if installed:
         return str(installed[-1])
     found = shutil.which(f"python{version}")
