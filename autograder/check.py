@@ -7,13 +7,12 @@ hidden tests, their inputs or the reference, and cannot reach the comparison.
 """
 from __future__ import annotations
 
-import ast
-import builtins
 import time
 from dataclasses import dataclass
 
 from autograder.kernel import CallTimeout, KernelDied, KernelSession, StudentRaised
-from autograder.labs import Part
+from autograder.labs import Part, free_names
+from autograder.stand_ins import failing_upstream, note, standing_in
 
 
 @dataclass
@@ -30,30 +29,6 @@ class PartResult:
 
 class PartTimeUp(Exception):
     pass
-
-
-def free_names(source: str) -> list[str]:
-    """Names a cell reads but never binds, builtins excluded, in order of first use.
-
-    ``"x = f(y)\\nprint(x)" -> ["f", "y"]``
-    """
-    tree = ast.parse(source)
-    bound, used = set(), []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                used.append(node.id)
-            else:
-                bound.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-    return list(dict.fromkeys(name for name in used if name not in bound and not hasattr(builtins, name)))
 
 
 class StudentFunction:
@@ -75,7 +50,25 @@ class StudentFunction:
 
 
 def run_part(session: KernelSession, part: Part, seconds: float = 60.0) -> PartResult:
-    """Score one part: full points when every hidden check passes, else zero and why."""
+    """Score one part: full points when every hidden check passes, else zero and why.
+
+    One bug costs one part: the earlier answers this part may rely on that failed their own parts
+    are replaced, for this part only, by the reference (``stand_ins.py``); the message says so.
+    """
+    helpers = failing_upstream(session, part)
+    try:
+        with standing_in(session, helpers) as used:
+            result = _run_part(session, part, seconds)
+    except (KernelDied, CallTimeout) as error:  # the stand-ins could not be placed
+        result, used = PartResult(part.part_id, 0, part.points, f"this part could not be graded ({error})"), set()
+    session.part_passed[part.part_id] = result.passed
+    said = note(part, helpers, used)
+    if said:
+        result.message = f"{said}; {result.message}"
+    return result
+
+
+def _run_part(session: KernelSession, part: Part, seconds: float) -> PartResult:
     deadline = time.monotonic() + seconds
     namespace: dict = {"__name__": f"hidden_tests_{part.part_id}"}
     try:

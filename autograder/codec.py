@@ -147,3 +147,64 @@ def describe(namespace, name):
 def fetch(namespace, name):
     """Kernel side: a notebook variable, encoded as JSON text."""
     return json.dumps(encode(namespace[name]))
+
+
+# -- stand-ins: a student's helper replaced, for one part, by the grader's reference ---------------
+# The stand-in holds no reference code: it sends its arguments to the grader through the kernel's
+# stdin channel (an input request) and returns the grader's answer. The grader answers only while
+# the part that needs it is being graded, so a copy kept for later is worth nothing.
+STAND_IN_REQUEST = "\x00bpe-labs-stand-in "
+_ORIGINALS = {}
+_MISSING = object()
+
+
+def _stand_in(name):
+    def stand_in(*args, **kwargs):
+        from IPython import get_ipython
+
+        request = STAND_IN_REQUEST + json.dumps([name, encode([list(args), kwargs])])
+        outcome = json.loads(get_ipython().kernel.raw_input(request))
+        if outcome[0] == "returned":
+            return decode(outcome[1])
+        import builtins
+
+        kind = getattr(builtins, outcome[1], None)
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            kind = RuntimeError
+        raise kind(outcome[3])
+
+    stand_in.__name__ = stand_in.__qualname__ = name
+    return stand_in
+
+
+def stand_in(namespace, name):
+    """Kernel side: replace the notebook's ``name`` by a stand-in; the original is kept to be put back."""
+    if name not in _ORIGINALS:
+        _ORIGINALS[name] = namespace.get(name, _MISSING)
+    namespace[name] = _stand_in(name)
+    return "ok"
+
+
+def put_back(namespace, name):
+    """Kernel side: the notebook's own ``name`` again (nothing to do after a kernel restart)."""
+    original = _ORIGINALS.pop(name, None)
+    if original is _MISSING:
+        namespace.pop(name, None)
+    elif original is not None:
+        namespace[name] = original
+    return "ok"
+
+
+def answer_stand_in(prompt, references):
+    """Grader side: the reply to a stand-in's input request, running ``references[name]`` on its
+    arguments; any other request (say, the student's own ``input()``) gets an error."""
+    try:
+        if not prompt.startswith(STAND_IN_REQUEST):
+            raise ValueError("input() is not available while grading")
+        name, payload = json.loads(prompt[len(STAND_IN_REQUEST):])
+        if name not in references:
+            raise ValueError(f"the reference {name} is not available here")
+        args, kwargs = decode(payload)
+        return json.dumps(_outcome(references[name], list(args), dict(kwargs)))
+    except Exception as error:
+        return json.dumps(["raised", "RuntimeError", True, str(error)[:200]])

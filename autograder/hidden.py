@@ -18,3 +18,13 @@ def call_each(function, argument_lists: list) -> list:
     if batch is not None:
         return batch([tuple(args) for args in argument_lists])
     return [function(*args) for args in argument_lists]
+
+
+# How many calls the grader's reference answered for a student's failing helper (``stand_ins.py``),
+# in this process. A timed hidden test allows for their round trips: the slowness is ours.
+STAND_IN_CALLS = [0]
+
+
+def stand_in_calls() -> int:
+    """Calls of stand-in helpers answered so far (0 outside the grader)."""
+    return STAND_IN_CALLS[0]

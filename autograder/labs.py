@@ -7,6 +7,8 @@ the solution notebook stays the single source.
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import functools
 import re
 from dataclasses import dataclass, field
@@ -23,6 +25,15 @@ HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*###
 
 
 @dataclass(frozen=True)
+class Upstream:
+    """An answer function of an earlier part that a part's code may rely on, and its reference."""
+
+    name: str
+    part_id: str
+    reference: str  # "module:function", run in the grader when the student's version fails
+
+
+@dataclass(frozen=True)
 class Part:
     """One graded part: a graded test cell of the solution notebook."""
 
@@ -30,6 +41,42 @@ class Part:
     points: float
     hidden_tests: str
     cell_index: int
+    functions: tuple[str, ...] = ()  # the answer functions its hidden tests call
+    upstream: tuple[Upstream, ...] = ()  # answer functions of earlier parts, with a reference
+
+
+def free_names(source: str) -> list[str]:
+    """Names a cell reads but never binds, builtins excluded, in order of first use.
+
+    ``"x = f(y)\\nprint(x)" -> ["f", "y"]``
+    """
+    tree = ast.parse(source)
+    bound, used = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                used.append(node.id)
+            else:
+                bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return list(dict.fromkeys(name for name in used if name not in bound and not hasattr(builtins, name)))
+
+
+def answer_functions(cells) -> list[str]:
+    """The functions the student writes: top-level ``def``s of the solution cells, in order."""
+    names = []
+    for cell in cells:
+        if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
+            source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith("%"))
+            names += [node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)]
+    return names
 
 
 @dataclass(frozen=True)
@@ -64,12 +111,21 @@ def read_lab(path: Path) -> Lab:
     meta = nb.metadata.get("bpe_labs")
     if not meta or "lab" not in meta:
         raise ValueError(f"{path} has no 'bpe_labs' notebook metadata naming its lab")
-    parts = []
+    references = meta.get("references", {})
+    answers = answer_functions(nb.cells)
+    parts, owner = [], {}
     for index, cell in enumerate(nb.cells):
         info = nbgrader_meta(cell)
         if info.get("grade") and cell.cell_type == "code":
             match = HIDDEN_TESTS.search(cell.source)
-            parts.append(Part(info["grade_id"], float(info.get("points", 0)), match.group(1) if match else "", index))
+            hidden = match.group(1) if match else ""
+            functions = tuple(name for name in free_names(hidden) if name in answers)
+            # Every answer function an earlier part tests may be a helper of this part's code.
+            upstream = tuple(Upstream(name, owner[name], references[name]) for name in answers
+                             if name in owner and name not in functions and name in references)
+            for name in functions:
+                owner.setdefault(name, info["grade_id"])
+            parts.append(Part(info["grade_id"], float(info.get("points", 0)), hidden, index, functions, upstream))
     return Lab(meta["lab"], meta.get("title", meta["lab"]), int(meta.get("order", 99)), path, tuple(parts))
 
 

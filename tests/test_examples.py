@@ -25,6 +25,9 @@ def test_example_gets_its_exact_expected_score(case, graded_examples):
     assert scores == {part_id: float(points) for part_id, points in case["expected"].items()}
     assert result["score"] == sum(case["expected"].values())
     assert result["integrity"] == [], "an honest submission must yield an empty integrity report"
+    for part_id, shown in (case.get("visible_check") or {}).items():
+        # The mistake is one the task's example can show: the student saw a ❌ with this hint.
+        assert shown in result["parts"][part_id]["visible_check"], result["parts"][part_id]["visible_check"]
 
 
 def test_every_lab_has_correct_untouched_and_wrong_examples(example_cases):

@@ -23,9 +23,14 @@ Word = list[str]
 Pair = tuple[str, str]
 
 
-def split_words(text: str) -> list[str]:
-    """Words of a text split on single spaces, empty strings dropped: ``"a  b" -> ["a", "b"]``."""
-    return [word for word in text.split(" ") if word]
+def split_words(text: str, keep_empty: bool = False) -> list[str]:
+    """Words of a text split on single spaces, empty strings dropped: ``"a  b" -> ["a", "b"]``.
+
+    With ``keep_empty`` the empty strings that double spaces make stay, as in DeepMind's lab
+    (``"a  b" -> ["a", "", "b"]``): each becomes the word ``["</w>"]``, which has no pair, so the
+    merges are the same either way.
+    """
+    return [word for word in text.split(" ") if word or keep_empty]
 
 
 def word_to_symbols(word: str) -> Word:
@@ -33,14 +38,14 @@ def word_to_symbols(word: str) -> Word:
     return list(word) + [END_OF_WORD]
 
 
-def bpe_initialize(dataset: list[str]) -> tuple[list[Word], list[str]]:
+def bpe_initialize(dataset: list[str], keep_empty: bool = False) -> tuple[list[Word], list[str]]:
     """Split each text into words and each word into symbols; return (corpus, vocabulary).
 
     The vocabulary lists every symbol once, in the order it first appears.
 
     ``["ab a"] -> ([["a", "b", "</w>"], ["a", "</w>"]], ["a", "b", "</w>"])``
     """
-    corpus = [word_to_symbols(word) for text in dataset for word in split_words(text)]
+    corpus = [word_to_symbols(word) for text in dataset for word in split_words(text, keep_empty)]
     vocabulary = list(dict.fromkeys(symbol for word in corpus for symbol in word))
     return corpus, vocabulary
 
@@ -83,13 +88,13 @@ def most_frequent_pair(counts: Counter) -> Pair | None:
     return best
 
 
-def learn_bpe(dataset: list[str], num_merges: int) -> tuple[list[Pair], list[str], list[Word]]:
+def learn_bpe(dataset: list[str], num_merges: int, keep_empty: bool = False) -> tuple[list[Pair], list[str], list[Word]]:
     """Learn up to ``num_merges`` merges; return (merges in order, vocabulary, merged corpus).
 
     The vocabulary is the initial one followed by each merged symbol in the order learned.
     Stops early when no word has two symbols left.
     """
-    corpus, vocabulary = bpe_initialize(dataset)
+    corpus, vocabulary = bpe_initialize(dataset, keep_empty)
     merges: list[Pair] = []
     for _ in range(num_merges):
         pair = most_frequent_pair(get_pair_frequencies(corpus))
@@ -101,13 +106,13 @@ def learn_bpe(dataset: list[str], num_merges: int) -> tuple[list[Pair], list[str
     return merges, vocabulary, corpus
 
 
-def tokenize(text: str, merges: list[Pair]) -> list[str]:
+def tokenize(text: str, merges: list[Pair], keep_empty: bool = False) -> list[str]:
     """Tokenize each word of ``text`` by applying ``merges`` in the order they were learned.
 
     ``("aaa", [("a", "a")]) -> ["aa", "a", "</w>"]``
     """
     tokens: list[str] = []
-    for word in split_words(text):
+    for word in split_words(text, keep_empty):
         symbols = word_to_symbols(word)
         for pair in merges:
             symbols = merge_pair_in_word(symbols, pair)
