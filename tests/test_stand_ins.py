@@ -1,0 +1,56 @@
+"""Stand-ins: a failing helper answered by the grader's reference, for one part only, never handed over.
+
+Reference: the behaviour ``autograder/stand_ins.py`` promises, checked in a real kernel.
+"""
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder import codec
+from autograder.kernel import KernelSession, Limits
+from autograder.labs import Part, Upstream
+from autograder.stand_ins import note, standing_in
+
+
+def double(x):
+    return 2 * x
+
+
+def test_the_grader_answers_only_stand_in_requests_for_the_helpers_of_the_part():
+    request = codec.STAND_IN_REQUEST + json.dumps(["helper", codec.encode([[21], {}])])
+    assert json.loads(codec.answer_stand_in(request, {"helper": double})) == ["returned", codec.encode(42)]
+    assert json.loads(codec.answer_stand_in(request, {"other": double}))[0] == "raised"
+    assert json.loads(codec.answer_stand_in("What is your name?", {"helper": double}))[0] == "raised"
+    assert json.loads(codec.answer_stand_in(codec.STAND_IN_REQUEST + "not json", {"helper": double}))[0] == "raised"
+
+
+@pytest.fixture(scope="module")
+def session():
+    with tempfile.TemporaryDirectory() as folder:
+        with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as kernel:
+            assert kernel.run_cell(
+                "def helper(x):\n    raise NotImplementedError()\n"
+                "def tested(x):\n    global kept\n    kept = helper\n    return helper(x) + 1\n").status == "ok"
+            yield kernel
+
+
+def test_a_part_uses_the_reference_through_its_stand_in_and_gets_the_students_helper_back(session):
+    helpers = [Upstream("helper", "helper_part", "tests.test_stand_ins:double")]
+    with standing_in(session, helpers) as used:
+        assert session.call("tested", 20) == 41
+    assert used == {"helper"}
+    part = Part("tested_part", 1, "", 0, ("tested",), tuple(helpers))
+    assert note(part, helpers, used) == "tested was graded with a reference helper, because yours fails (part helper_part)"
+    with pytest.raises(NotImplementedError):
+        session.call("tested", 20)
+
+
+def test_a_stand_in_kept_for_later_gets_no_answer(session):
+    with standing_in(session, [Upstream("helper", "helper_part", "tests.test_stand_ins:double")]):
+        session.call("tested", 1)  # keeps the stand-in in the global `kept`
+    run = session.run_cell("kept(5)")
+    assert run.status == "error" and "42" not in run.error and "10" not in run.error
+    with pytest.raises(Exception):
+        session.call("kept", 5)
