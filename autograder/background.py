@@ -38,12 +38,12 @@ def _sendable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {str(error)[:300]}")
 
 
-def _serve(connection, preload: tuple[str, ...], parent: int) -> None:
+def _serve(connection, preload: tuple, parent: int) -> None:
     """The background process: import ``preload``, then run each call sent, answering (ok, value)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    for module in preload:
+    for step in preload:
         try:
-            importlib.import_module(module)
+            step() if callable(step) else importlib.import_module(step)
         except Exception:  # only a head start: the call that needs it will say what is wrong
             pass
     while True:
@@ -68,9 +68,12 @@ def _serve(connection, preload: tuple[str, ...], parent: int) -> None:
 
 
 class Background:
-    """A forked process that imports ``preload`` at once and runs the calls it is sent, in order."""
+    """A forked process that imports ``preload`` at once and runs the calls it is sent, in order.
 
-    def __init__(self, name: str, preload: list[str] | tuple[str, ...] = (), timeout: float = 300):
+    ``preload`` holds module names, or functions to call there first (set-up for those imports).
+    """
+
+    def __init__(self, name: str, preload: list | tuple = (), timeout: float = 300):
         self.timeout, self.pending = timeout, 0
         self.process = self.connection = None
         if "fork" not in multiprocessing.get_all_start_methods():

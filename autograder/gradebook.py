@@ -109,6 +109,26 @@ def total_scores(db_path: Path) -> dict[tuple[str, str], float]:
     return scores
 
 
+def _without_server_extensions() -> None:
+    """Make ``import nbgrader.api`` skip nbgrader's package ``__init__`` (in the recorder process only).
+
+    That ``__init__`` loads nbgrader's Jupyter server extensions (jupyter_server, tornado's web
+    handlers): 0.3 CPU-s that writing a gradebook never uses. The package module is made from
+    its spec without running it, so its submodules import as usual.
+    """
+    import importlib.util
+    import sys
+
+    if "nbgrader" in sys.modules:
+        return
+    spec = importlib.util.find_spec("nbgrader")
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["nbgrader"] = package
+    from nbgrader._version import __version__
+
+    package.__version__ = __version__
+
+
 def _prepare_in_background(db_path: Path, lab_ids: list[str] | None) -> None:
     prepare(db_path, lab_ids)  # looked up when called: a test may have replaced it
 
@@ -137,7 +157,8 @@ class Recorder:
         self.answered = False  # has the background process said how prepare went?
         self.failed: BaseException | None = None  # what prepare raised there
         self.prepared_here = False
-        self.helper = Background("gradebook recorder", preload=["nbgrader.api", "autograder.build"])
+        self.helper = Background("gradebook recorder",
+                                 preload=[_without_server_extensions, "nbgrader.api", "autograder.build"])
 
     def prepare(self, lab_ids: list[str] | None = None) -> None:
         """Have the gradebook created and ``lab_ids`` registered (every lab: None); returns at once."""

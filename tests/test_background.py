@@ -76,6 +76,19 @@ def test_recorder_writes_what_record_writes(tmp_path):
     expected = {("ada", "toy_bpe"): 8.0, ("bob", "toy_bpe"): 1.0}
     assert gradebook.total_scores(tmp_path / "background.db") == expected
     assert gradebook.total_scores(tmp_path / "here.db") == expected
+    # the background process imports nbgrader without its package __init__: the registered cells are the same
+    cells = registered_cells(tmp_path / "background.db")
+    assert cells == registered_cells(tmp_path / "here.db") and len(cells["grade"]) == 5 and cells["source"]
+
+
+def registered_cells(db_path) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db_path}") as book:
+        notebook = book.find_notebook("toy_bpe", "toy_bpe")
+        return {"grade": sorted((c.name, c.max_score, c.cell_type) for c in notebook.grade_cells),
+                "solution": sorted(c.name for c in notebook.solution_cells),
+                "source": sorted((c.name, c.cell_type, c.locked, c.source, c.checksum) for c in notebook.source_cells)}
 
 
 def test_recorder_carries_on_in_this_process_when_its_process_dies(tmp_path):
