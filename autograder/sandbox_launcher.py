@@ -161,6 +161,12 @@ def main():
         except BaseException as error:  # say why in the kernel log; the grader sees the kernel die
             print(f"bpe-labs sandbox: could not enter the boundary: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             os._exit(71)
+        # The log file (outside the boundary) stays the launcher's: the kernel's own stdout and
+        # stderr go nowhere, so a notebook cannot write outside its folder through them.
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
         run_kernel(settings)
         os._exit(0)
     os.close(parent_alive)
