@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import weakref
 from typing import Callable
 
 
@@ -67,6 +68,13 @@ def _serve(connection, preload: tuple, parent: int) -> None:
             connection.send((False, RuntimeError(f"the answer could not be sent back ({type(error).__name__})")))
 
 
+def _end(process, connection) -> None:
+    """Kill the process and close the pipe (also when its ``Background`` is dropped unclosed)."""
+    process.kill()
+    process.join()
+    connection.close()
+
+
 class Background:
     """A forked process that imports ``preload`` at once and runs the calls it is sent, in order.
 
@@ -84,6 +92,8 @@ class Background:
         self.process = context.Process(target=_serve, args=(child, tuple(preload), os.getpid()), name=name, daemon=True)
         self.process.start()
         child.close()
+        # A batch that stops with an exception drops its helpers unclosed: end their processes then.
+        self._finalizer = weakref.finalize(self, _end, self.process, self.connection)
 
     @property
     def alive(self) -> bool:
@@ -123,9 +133,7 @@ class Background:
     def stop(self) -> None:
         """End the process now."""
         if self.process is not None:
-            self.process.kill()
-            self.process.join()
-            self.connection.close()
+            self._finalizer()
             self.process = self.connection = None
 
     def close(self) -> None:

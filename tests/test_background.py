@@ -54,6 +54,15 @@ def test_a_dead_background_process_is_reported_not_waited_for():
     helper.close()  # nothing left to close: no error
 
 
+def test_a_background_dropped_unclosed_ends_its_process():
+    helper = Background("test")
+    process = helper.process
+    assert process.is_alive()
+    del helper  # as when a batch stops with an exception before closing it
+    process.join(10)
+    assert not process.is_alive()
+
+
 def graded_result(lab_id: str, student: str, scores: list[float]) -> dict:
     parts = {part.part_id: {"score": score, "max_score": part.points, "message": "" if score >= part.points else "not yet"}
              for part, score in zip(get_lab(lab_id).parts, scores)}
