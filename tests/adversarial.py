@@ -379,8 +379,9 @@ PRINTS_REMEMBERED = ("    corpus, vocabulary = bpe_initialize(dataset)\n",
 PRINTS_ENCODED = ("    corpus, vocabulary = bpe_initialize(dataset)\n",
                   "    for _word, _pair in SEEN[-40:]:\n        print('❌', '.'.join(_word), ''.join(_word)[::-1])\n"
                   "    corpus, vocabulary = bpe_initialize(dataset)\n")
-# A cell added after the last answer raises with what merge_pair_in_word remembered, reversed.
-RAISES_REMEMBERED = "raise ValueError(' '.join(''.join(_w)[::-1] for _w, _p in SEEN[-40:]))\n"
+# A cell added after the last answer raises with what merge_pair_in_word remembered first (its
+# check's inputs, then its hidden tests'), joined with dots.
+RAISES_REMEMBERED = "raise ValueError(' '.join('.'.join(_w) for _w, _p in SEEN[:40]))\n"
 
 
 # A later cell redefines an earlier answer's function for its own use (returns a tuple): the
@@ -673,7 +674,7 @@ def _cases() -> list[Case]:
              mangled(remembers_inputs), parts=full),
         Case("leak-encoded-print", "as leak-via-visible-check, printed joined with dots and reversed",
              mangled(prints_encoded), parts=full),
-        Case("leak-added-cell-error", "a cell added after tokenize raises with the remembered inputs, reversed",
+        Case("leak-added-cell-error", "a cell added after tokenize raises with the remembered inputs, dotted",
              mangled(raises_remembered_at_end), parts=full, integrity=(("added", added_after("tokenize_solution")),)),
         # limits
         Case("limit-loop-in-function", "tokenize never ends: only tokenize loses", mangled(loop_in_function), parts=lose_tokenize),

@@ -12,17 +12,18 @@ from autograder.grade import Settings, grade_file
 from autograder.kernel import Limits
 
 SLOW = "import time\ntime.sleep(3)\n"
-EXIT = "\n\ndef merge_pair_in_word(word, pair):\n    import os\n    os._exit(1)\n"
+EXIT = "\n\ndef {name}(*args):\n    import os\n    os._exit(1)\n"
 
 
 def slow_and_dying_notebook() -> bytes:
-    """Two answer cells that take 3 s each, and a function that ends its kernel whenever it is called:
-    every hidden-test call restarts the kernel and replays both slow cells."""
+    """Two answer cells that take 3 s each, and three functions that end their kernel whenever they
+    are called: every such hidden-test call restarts the kernel and replays both slow cells."""
     nb = correct_notebook()
     for cell_id in ("initialize_solution", "pair_frequencies_solution"):
         cell = cell_of(nb, cell_id)
         cell.source = SLOW + cell.source
-    cell_of(nb, "merge_solution").source += EXIT
+    for cell_id, name in (("merge_solution", "merge_pair_in_word"), ("learn_solution", "learn_bpe"), ("tokenize_solution", "tokenize")):
+        cell_of(nb, cell_id).source += EXIT.format(name=name)
     return dump(nb)
 
 
@@ -35,7 +36,7 @@ def test_the_notebook_timeout_caps_everything_done_for_a_file(tmp_path):
     assert result["parts"]["merge"]["score"] == 0
     assert result["restarts"] <= limits.max_restarts + 1  # the grading kernel's, and at most one of the feedback kernel's
     # 12 s of budget, plus what ends the last request (an interrupt's grace) and a kernel's shutdown
-    assert result["seconds"] < 12 + 15, result["seconds"]
+    assert result["seconds"] < 12 + 8, result["seconds"]
 
 
 REPLY = textwrap.dedent("""

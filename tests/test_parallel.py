@@ -23,7 +23,7 @@ def test_workers_and_dask_cluster_give_the_sequential_scores(toy_folder, tmp_pat
     from distributed import LocalCluster
 
     sequential = scores(grade_folder(toy_folder, tmp_path / "seq", workers=1, progress=False))
-    assert len(sequential) == 6
+    assert len(sequential) == len(list(toy_folder.glob("*.ipynb"))) >= 6
     parallel = scores(grade_folder(toy_folder, tmp_path / "par", workers=2, progress=False))
     assert parallel == sequential
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
