@@ -430,7 +430,8 @@ def tokenize(text, merges):
         chunks.append(bytearray(50 * 1024**2))
 '''
 
-KILLS_KERNEL = "import os\nimport signal\n\nos.kill(os.getpid(), signal.SIGKILL)\n\n"
+# Behind the boundary the kernel is PID 1 of its own namespace and ignores its own SIGKILL: then it exits.
+KILLS_KERNEL = "import os\nimport signal\n\nos.kill(os.getpid(), signal.SIGKILL)\nos._exit(9)\n\n"
 
 # -- noise ---------------------------------------------------------------------------------------
 WARNS = ("    merged = []\n", "    import warnings\n    warnings.warn('merge_pair_in_word: this loop is slow on long words', stacklevel=2)\n    merged = []\n")
@@ -685,7 +686,7 @@ def _cases() -> list[Case]:
              parts=full, integrity=(("added", added_after("learn_solution")),)),
         Case("limit-growing-list", "tokenize fills memory until the cap stops it", mangled(tokenize_cell(TOKENIZE_EATS_MEMORY)),
              parts=lose_tokenize),
-        Case("limit-kill-kernel", "os.kill(os.getpid(), 9) at the top of the tokenize answer cell", mangled(kill_in_answer),
+        Case("limit-kill-kernel", "os.kill(os.getpid(), 9), else os._exit(9), at the top of the tokenize answer cell", mangled(kill_in_answer),
              parts=lose_tokenize),
         # noise
         Case("noise-warnings", "merge_pair_in_word calls warnings.warn", mangled(lambda nb: replace_in(nb, "merge_solution", *WARNS)),
