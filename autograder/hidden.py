@@ -28,3 +28,13 @@ STAND_IN_CALLS = [0]
 def stand_in_calls() -> int:
     """Calls of stand-in helpers answered so far (0 outside the grader)."""
     return STAND_IN_CALLS[0]
+
+
+def call_with_time_limit(function, seconds: float, *args, **kwargs):
+    """``function(*args, **kwargs)``; against a student's function in the grader, with its own time limit
+    of ``seconds`` (at least the usual one) instead of the usual one: for one large case whose size is
+    the point (an algorithm that is too slow must not finish, a right one must, with room to spare)."""
+    limited = getattr(function, "call_with_time_limit", None)
+    if limited is not None:
+        return limited(seconds, *args, **kwargs)
+    return function(*args, **kwargs)

@@ -48,8 +48,8 @@ def tokenize(chunk: str, vocab: list[str]) -> list[str]:
     return tokens
 
 
-def get_base_vocab(chunks: list[str]) -> list[str]:
-    """The distinct characters of all chunks, sorted: ``["ba", "ab!"] -> ["!", "a", "b"]``."""
+def get_base_vocab(chunks: list[str] | str) -> list[str]:
+    """The distinct characters of all chunks (or of one text), sorted: ``["ba", "ab!"] -> ["!", "a", "b"]``."""
     return sorted(set("".join(chunks)))
 
 
