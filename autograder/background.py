@@ -12,8 +12,8 @@ ready, and the command does not wait for those imports.
     helper.close()
 
 Functions travel by reference (module and name), arguments by pickle. If the process cannot
-be forked, dies, or does not answer within ``timeout`` seconds, ``result`` raises
-``BackgroundLost``: the caller does the work itself.
+be forked (no fork on this system, or threads running here), dies, or does not answer within
+``timeout`` seconds, ``result`` raises ``BackgroundLost``: the caller does the work itself.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import threading
 import weakref
 from typing import Callable
 
@@ -84,7 +85,9 @@ class Background:
     def __init__(self, name: str, preload: list | tuple = (), timeout: float = 300):
         self.timeout, self.pending = timeout, 0
         self.process = self.connection = None
-        if "fork" not in multiprocessing.get_all_start_methods():
+        if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+            # A fork copies only this thread: a lock another thread holds (an import under way,
+            # say) would stay held in the child forever. The caller then does the work itself.
             return
         # fork: the child has this process's modules (the labs, the settings) already
         context = multiprocessing.get_context("fork")

@@ -63,6 +63,28 @@ def test_a_background_dropped_unclosed_ends_its_process():
     assert not process.is_alive()
 
 
+def test_no_fork_while_threads_run(tmp_path):
+    """A forked child would inherit locks held by the other threads: the caller works alone instead."""
+    import threading
+
+    release = threading.Event()
+    thread = threading.Thread(target=release.wait)
+    thread.start()
+    try:
+        helper = Background("test")
+        assert not helper.alive
+        with pytest.raises(BackgroundLost):
+            helper.call(len, "x")
+        recorder = gradebook.Recorder(tmp_path / "gradebook.db")  # records in this process
+        recorder.prepare(["toy_bpe"])
+        recorder.record(graded_result("toy_bpe", "ada", [2, 2, 2, 3, 2]))
+        recorder.close()
+        assert gradebook.total_scores(tmp_path / "gradebook.db") == {("ada", "toy_bpe"): 11.0}
+    finally:
+        release.set()
+        thread.join()
+
+
 def graded_result(lab_id: str, student: str, scores: list[float]) -> dict:
     parts = {part.part_id: {"score": score, "max_score": part.points, "message": "" if score >= part.points else "not yet"}
              for part, score in zip(get_lab(lab_id).parts, scores)}
