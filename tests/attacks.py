@@ -1061,6 +1061,26 @@ def correct_notebook() -> nbformat.NotebookNode:
     return copy.deepcopy(_case_notebook("toy-correct"))
 
 
+# Makes the grader itself compute: learn fails (blank), so while tokenize is graded learn_bpe is a
+# stand-in that the grader answers with its reference, on this student-chosen input (every pair
+# twice: 40,000 merges over the whole corpus; the reference takes days).
+STAND_IN_HOG = """\
+_WORDS = [chr(0x4E00 + 2 * i) + chr(0x4E00 + 2 * i + 1) for i in range(20000)]
+_DATASET = [" ".join(_WORDS + _WORDS)]
+
+
+def tokenize(text, merges):
+    learn_bpe(_DATASET, 10**9)
+    return []
+"""
+
+
+def stand_in_hog_notebook() -> nbformat.NotebookNode:
+    nb = blank_notebook()
+    next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "tokenize_solution").source = STAND_IN_HOG
+    return nb
+
+
 def attack_notebook(attack: Attack, targets: Targets) -> nbformat.NotebookNode:
     nb = blank_notebook()
     sources = attack.cells(targets)

@@ -28,11 +28,13 @@ import time
 import uuid
 from pathlib import Path
 
+import nbformat
 import pandas as pd
+import psutil
 import pytest
 
-from attacks import (CLASSMATE, HONEST, NEIGHBOUR, Targets, attack_list, example_targets, holes_in, report_of,
-                     write_submissions)
+from attacks import (CLASSMATE, HONEST, NEIGHBOUR, Targets, attack_list, correct_notebook, example_targets, holes_in,
+                     report_of, stand_in_hog_notebook, write_submissions)
 from autograder import REPO_ROOT, gradebook, report
 from autograder.batch import grade_folder
 from autograder.grade import Settings
@@ -184,6 +186,100 @@ while time.time() < end and os.path.exists(f"/proc/{grader}"):
 '''
 
 
+# One notebook graded alone in a process of its own, beside the batch (a hostile file may keep a
+# batch's worker busy until the worker watchdog ends it, minutes later: too long for this module).
+STAND_IN_PROBE = """
+import json, sys
+from pathlib import Path
+from autograder.grade import Settings, grade_file
+from autograder.kernel import Limits
+limits = Limits(cell_seconds=10, call_seconds=2, notebook_seconds=float(sys.argv[3]), memory_bytes=int(1.5 * 1024**3))
+result = grade_file(Path(sys.argv[1]), "stand-in-hog", Settings(limits=limits, part_seconds=5))
+Path(sys.argv[2]).write_text(json.dumps(result))
+"""
+STAND_IN_NOTEBOOK_SECONDS = 60  # enough to reach the tokenize part on a busy machine
+STAND_IN_SLACK_SECONDS = 60  # starting kernels on a busy machine; the reference must not run past it
+
+
+def end_process_tree(process: subprocess.Popen) -> None:
+    """The probe and everything it started (its zygote and kernels run in sessions of their own):
+    frozen first, so that it starts nothing new while its tree is being ended."""
+    try:
+        process.send_signal(signal.SIGSTOP)
+        tree = psutil.Process(process.pid).children(recursive=True)
+    except (psutil.Error, OSError):
+        tree = []
+    for child in tree:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    stop_process(process)
+
+
+def processes_of(folder: Path) -> list[tuple[int, str]]:
+    """(pid, command line) of every process whose working folder or command line is under ``folder``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if cwd.startswith(str(folder)) or str(folder) in cmdline:
+            found.append((int(entry.name), cmdline[:120]))
+    return found
+
+
+KILLED_GRADER_CHECK = 30  # seconds after the kill: the files it was grading (a cell sleeps 15 s) are done by then
+
+
+def kill_while_grading(process: subprocess.Popen, folder: Path, state: dict, timeout: float = 120) -> None:
+    """SIGKILL the grading command once both its workers have a kernel running (processes working in
+    its bpe-grade-* folders), or after ``timeout``; ``state["killed_at"]`` says when."""
+    deadline = time.monotonic() + timeout
+    while process.poll() is None and time.monotonic() < deadline:
+        busy = {cwd for pid, cwd in working_folders(folder / "tmp") if "/bpe-grade-" in cwd}
+        if len({cwd.split("/bpe-grade-")[1].split("/")[0] for cwd in busy}) >= 2:
+            break
+        time.sleep(0.2)
+    process.kill()
+    state["killed_at"] = time.monotonic()
+
+
+def working_folders(folder: Path) -> list[tuple[int, str]]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cwd = os.readlink(entry / "cwd") if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        if cwd.startswith(str(folder)):
+            found.append((int(entry.name), cwd))
+    return found
+
+
+def start_grader_to_kill(folder: Path) -> subprocess.Popen:
+    """``python -m autograder grade`` on two honest notebooks (a cell sleeps 15 s), its temporary
+    folders under ``folder``: the test kills it with SIGKILL mid-batch."""
+    (folder / "tmp").mkdir(parents=True)
+    os.chmod(folder, 0o755)
+    os.chmod(folder / "tmp", 0o755)
+    (folder / "submissions").mkdir()
+    for name in ("slow-1", "slow-2"):
+        nb = correct_notebook()
+        for cell in nb.cells:
+            if cell.get("id") == "learn_solution":
+                cell.source = "import time\ntime.sleep(15)\n" + cell.source
+        nbformat.write(nb, folder / "submissions" / f"{name}.ipynb")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TMPDIR": str(folder / "tmp")}
+    return subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(folder / "submissions"), "--out",
+                             str(folder / "out"), "--workers", "2", "--cell-timeout", "30"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def tree_state(folder: Path) -> dict[str, tuple[str, int]]:
     """relative path -> (sha256 or 'dir'/'link', mode) of everything under ``folder``."""
     state = {}
@@ -280,18 +376,54 @@ def batch():
     written = write_submissions(submissions, targets, attacks)
     before = {"submissions": tree_state(submissions), "canary": tree_state(canary), "out": tree_state(out),
               "checkout_names": sorted(p.name for p in REPO_ROOT.iterdir())}
+    probe = None
+    if attacks:
+        nbformat.write(stand_in_hog_notebook(), world / "stand-in-hog.ipynb")
+        probe_started = time.monotonic()
+        probe = subprocess.Popen([sys.executable, "-c", STAND_IN_PROBE, str(world / "stand-in-hog.ipynb"),
+                                  str(world / "stand-in-hog.json"), str(STAND_IN_NOTEBOOK_SECONDS)],
+                                 env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+    killed = None
+    if attacks:
+        killed, killing = start_grader_to_kill(world / "killed"), {}
+        killer = threading.Thread(target=kill_while_grading, args=(killed, world / "killed", killing), daemon=True)
+        killer.start()
     try:
         results = grade_folder(submissions, out, SETTINGS, workers=2, progress=False)
         deadline = time.monotonic() + 8  # a process that dies with its kernel may take a moment
         while (survivors := marked_processes(TOKEN)) and time.monotonic() < deadline:
             time.sleep(0.5)
         time.sleep(0.5)  # a late datagram or connection still lands in the listener
+        left_by_killed_grader = None
+        if killed is not None:
+            killer.join()
+            time.sleep(max(0.0, killing["killed_at"] + KILLED_GRADER_CHECK - time.monotonic()))
+            left_by_killed_grader = processes_of(world / "killed")
+        stand_in = None
+        if probe is not None:
+            try:
+                probe.wait(timeout=max(0.0, probe_started + STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS - time.monotonic()))
+                saved = world / "stand-in-hog.json"
+                stand_in = json.loads(saved.read_text()) if saved.exists() else {"status": "no result"}
+            except subprocess.TimeoutExpired:
+                stand_in = {"status": "still grading"}
         yield Batch(isolation=isolation, targets=targets, attacks=attacks, written=written, out=out,
                     submissions=submissions, canary=canary, before=before, survivors=survivors, listener=listener,
                     results={Path(r["file"]).name: r for r in results}, result_list=results,
-                    sentinel_alive=sentinel.poll() is None, watchdog_log=watchdog_log,
+                    sentinel_alive=sentinel.poll() is None, watchdog_log=watchdog_log, stand_in=stand_in,
+                    left_by_killed_grader=left_by_killed_grader,
                     undone=repair_checkout(targets, originals))
     finally:
+        if probe is not None:
+            end_process_tree(probe)
+        if killed is not None:
+            stop_process(killed)
+            for pid, _ in processes_of(world / "killed"):  # its workers, zygotes and kernels: started here
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
         listener.close()
         for pid, _ in marked_processes(TOKEN):  # the attacks' own processes, started by this test
             try:
@@ -434,6 +566,26 @@ def test_no_process_left_after_the_batch(attacked):
     running = re.search(r"running=(\d+)", report_of(attacked.result("proc-daemons")))
     assert running and int(running.group(1)) >= 1, report_of(attacked.result("proc-daemons"))
     assert attacked.survivors == []
+
+
+# -- the grader's own work for a notebook stays within the notebook's limits ---------------------
+@pytest.mark.xfail(strict=True, reason="attack_findings.md #5: a stand-in's reference runs in the grader with no deadline")
+def test_a_stand_in_cannot_keep_the_grader_busy(attacked):
+    """A failing learn_bpe answered by the grader's reference on a student-chosen input that takes
+    days: the notebook must still be graded within its time limit (plus kernel start-up)."""
+    assert attacked.stand_in["status"] == "graded", (
+        f"{attacked.stand_in['status']} {STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS} s after it started "
+        f"(notebook limit {STAND_IN_NOTEBOOK_SECONDS} s)")
+    assert attacked.stand_in["score"] == 0
+    tokenize = attacked.stand_in["parts"]["tokenize"]["message"]
+    assert "learn_bpe" in tokenize, f"the tokenize part never called the stand-in: {tokenize}"
+
+
+@pytest.mark.xfail(strict=True, reason="attack_findings.md #6: workers inherit each other's pipes and never see EOF")
+def test_nothing_outlives_a_grader_killed_mid_batch(attacked):
+    """``kill -9`` of a grading command while both its workers run a kernel: its workers, zygotes
+    and kernels end too (checked 30 s later, when the files they were grading are done)."""
+    assert attacked.left_by_killed_grader == []
 
 
 # -- signals and limits: the grader and the machine untouched -------------------------------------
