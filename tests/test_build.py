@@ -51,3 +51,15 @@ def test_example_submissions_have_not_drifted():
         assert committed.exists(), "run `python -m autograder examples`"
         assert json.loads(committed.read_text()) == json.loads(nbformat.writes(make_submission(case))), \
             f"{committed.name} differs from what examples/{case['spec']} makes: run `python -m autograder examples`"
+
+
+def test_the_course_home_is_one_setting_for_badges_and_documents(tmp_path, monkeypatch):
+    from autograder.build import release_notebook
+    from autograder.labs import get_lab
+
+    monkeypatch.setenv("BPE_LABS_HOME", "our-school/bpe-course@spring")
+    for lab_id in ("toy_bpe", "corpus_prep"):
+        text = "\n".join(cell.source for cell in release_notebook(get_lab(lab_id), tmp_path / "gradebook.db").cells)
+        assert f"colab.research.google.com/github/our-school/bpe-course/blob/spring/notebooks/{lab_id}.ipynb" in text
+        assert "bpe-labs/bpe-labs" not in text
+    assert 'COURSE_HOME = "https://github.com/our-school/bpe-course"' in text

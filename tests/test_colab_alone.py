@@ -30,3 +30,16 @@ def test_filled_student_notebook_runs_alone(lab_id, tmp_path, monkeypatch):
     assert "❌" not in outputs
     checks = [cell for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
     assert checks and all("✅" in "".join(o.get("text", "") for o in cell.outputs) for cell in checks)
+
+
+def test_corpus_prep_runs_alone_without_any_download(tmp_path, monkeypatch):
+    """Opened alone in Colab, with no data folder and no network, corpus_prep uses the documents it carries."""
+    folder = tmp_path / "colab"
+    folder.mkdir()
+    nb = make_submission(CORRECT["corpus_prep"])
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    monkeypatch.setenv("BPE_LABS_DATA", str(tmp_path / "nothing-here"))
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    outputs = "".join(o.get("text", "") for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs)
+    assert "Loaded 10 documents from this notebook's own copy" in outputs
+    assert "❌" not in outputs
