@@ -4,9 +4,11 @@ work folder, no listener reached, no classmate's grade changed, no process left,
 
 The test owns everything the attacks aim at except the checkout's own files (which it backs up
 and repairs if an attack got through): a world-writable canary folder, a copy of the course
-outside the checkout, TCP/UDP/Unix listeners on loopback only, a sentinel process. The attacks
-that would hurt the machine or kill the grader if the boundary failed run only where Landlock
-is available; elsewhere the results must say the fence was used.
+outside the checkout, TCP/UDP/Unix listeners on loopback only, a sentinel process. Beside the
+batch it runs two things that would keep a batch's worker busy for minutes if they went wrong:
+one notebook whose stand-in makes the grader compute, graded alone, and a grading command killed
+mid-batch. The attacks run only behind the Landlock boundary (the fence does not stop native
+code); elsewhere the batch holds the honest files only and the results must say "fence".
 """
 from __future__ import annotations
 
@@ -376,7 +378,7 @@ def batch():
     written = write_submissions(submissions, targets, attacks)
     before = {"submissions": tree_state(submissions), "canary": tree_state(canary), "out": tree_state(out),
               "checkout_names": sorted(p.name for p in REPO_ROOT.iterdir())}
-    probe = None
+    probe = killed = None
     if attacks:
         nbformat.write(stand_in_hog_notebook(), world / "stand-in-hog.ipynb")
         probe_started = time.monotonic()
@@ -384,8 +386,6 @@ def batch():
                                   str(world / "stand-in-hog.json"), str(STAND_IN_NOTEBOOK_SECONDS)],
                                  env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
-    killed = None
-    if attacks:
         killed, killing = start_grader_to_kill(world / "killed"), {}
         killer = threading.Thread(target=kill_while_grading, args=(killed, world / "killed", killing), daemon=True)
         killer.start()
