@@ -208,6 +208,12 @@ def zygote():
     Ends when stdin closes (its grader is gone)."""
     import traceback
 
+    # Ends with its grader, even one killed with SIGKILL (stdin's EOF is not enough then: a grader's
+    # other children may hold the pipe open).
+    grader = os.getppid()
+    bpe_isolation.die_with_parent(signal.SIGKILL)
+    if os.getppid() != grader:
+        sys.exit(0)
     if not preload(["ipykernel.kernelapp"]):
         print("bpe-labs zygote: a thread is running after importing ipykernel; refusing to fork", file=sys.stderr, flush=True)
         sys.exit(3)
@@ -221,6 +227,7 @@ def zygote():
             pass
 
     signal.signal(signal.SIGCHLD, reap)  # no zombies: the grader watches each kernel by pidfd
+    zygote_pid = os.getpid()
     commands = sys.stdin.buffer
     replies = sys.stdout.buffer
     for line in commands:
@@ -234,6 +241,9 @@ def zygote():
             code = 1
             try:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                bpe_isolation.die_with_parent(signal.SIGKILL)  # the zygote: it dies with its grader
+                if os.getppid() != zygote_pid:
+                    os._exit(0)
                 os.setsid()  # its own process group, as jupyter_client gives a kernel it starts
                 null = os.open(os.devnull, os.O_RDONLY)
                 log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import signal
+import threading
 
 from autograder import codec, hidden
 from autograder.kernel import KernelSession
@@ -21,6 +23,37 @@ def reference(path: str):
     """``"package.module:function"`` -> the function."""
     module, _, name = path.partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+class ReferenceTooSlow(TimeoutError):
+    pass
+
+
+def call_with_deadline(function, seconds: float, *args, **kwargs):
+    """``function(*args, **kwargs)``, stopped with :class:`ReferenceTooSlow` after ``seconds``
+    (a timer signal: in the main thread, where the grader answers stand-ins; elsewhere, in a Dask
+    worker's thread, without a limit but the kernel call's own).
+
+    >>> import time
+    >>> try:
+    ...     call_with_deadline(time.sleep, 0.05, 1)
+    ... except TimeoutError as error:
+    ...     print(error)
+    the reference took longer than 0.05 s on these arguments
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return function(*args, **kwargs)
+
+    def expire(*_):
+        raise ReferenceTooSlow(f"the reference took longer than {seconds:g} s on these arguments")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def failing_upstream(session: KernelSession, part: Part) -> list[Upstream]:
@@ -43,7 +76,9 @@ def standing_in(session: KernelSession, helpers: list[Upstream]):
         def counted(*args, _run=run, _name=helper.name, **kwargs):
             used.add(_name)
             hidden.STAND_IN_CALLS[0] += 1
-            return _run(*args, **kwargs)
+            # The student chooses these arguments and the grader pays for the answer: one call's
+            # time at most, as for the student's own functions.
+            return call_with_deadline(_run, session.limits.call_seconds, *args, **kwargs)
 
         references[helper.name] = counted
     session.stdin_answer = lambda prompt: codec.answer_stand_in(prompt, references)

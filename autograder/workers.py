@@ -20,12 +20,20 @@ from typing import Callable, Iterator
 
 import psutil
 
+from autograder import isolation
+
 WORKER_LOST = "worker_lost"
 
 
 def _serve(connection, function: Callable, memory_bytes: int) -> None:
     """A worker's life: set its own memory limit, then grade whatever the parent sends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    # A grader killed hard takes its workers along (and they their zygotes and kernels): waiting for
+    # EOF is not enough, as a worker's siblings hold the parent's end of its pipe too.
+    parent = os.getppid()
+    isolation.die_with_parent(signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(0)
     if memory_bytes > 0:
         # the soft limit only: a kernel this worker starts sets its own (lower or higher) limit
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
