@@ -43,7 +43,13 @@ def graded_blanks(tmp_path_factory):
     for lab, functions in CASES:
         nbformat.write(blanked(lab, functions), folder / f"{case_name(lab, functions).replace('_', '')}.ipynb")
     results = grade_folder(folder, tmp_path_factory.mktemp("blanks-out"), workers=2, progress=False)
-    return {result["student_id"]: result for result in results}
+    by_id = {result["student_id"]: result for result in results}
+    print("\n| lab | answer blanked | score | fair score |\n|---|---|---|---|")  # shown with pytest -s
+    for lab, functions in CASES:
+        result = by_id[case_name(lab, functions).replace("_", "")]
+        fair = lab.max_score - sum(part.points for part in lab.parts if set(part.functions) & set(functions))
+        print(f"| {lab.lab_id} | {', '.join(functions)} | {result['score']:g}/{lab.max_score:g} | {fair:g}/{lab.max_score:g} |")
+    return by_id
 
 
 def test_there_is_one_case_per_answer_of_every_lab():
