@@ -245,6 +245,7 @@ def kill_while_grading(process: subprocess.Popen, folder: Path, state: dict, tim
     while process.poll() is None and time.monotonic() < deadline:
         busy = {cwd for pid, cwd in working_folders(folder / "tmp") if "/bpe-grade-" in cwd}
         if len({cwd.split("/bpe-grade-")[1].split("/")[0] for cwd in busy}) >= 2:
+            state["while_grading"] = True
             break
         time.sleep(0.2)
     process.kill()
@@ -399,7 +400,7 @@ def batch():
         if killed is not None:
             killer.join()
             time.sleep(max(0.0, killing["killed_at"] + KILLED_GRADER_CHECK - time.monotonic()))
-            left_by_killed_grader = processes_of(world / "killed")
+            left_by_killed_grader = processes_of(world / "killed") if killing.get("while_grading") else "not killed while grading"
         stand_in = None
         if probe is not None:
             try:
@@ -456,6 +457,8 @@ def test_each_result_says_which_isolation_it_got(batch):
     assert not wrong, f"expected isolation {expected!r}"
     table = pd.read_csv(batch.out / "grades.csv")
     assert all(str(value).startswith(expected) for value in table["isolation"])
+    class_report = (batch.out / "class_report.md").read_text(encoding="utf-8")
+    assert f"| {report.markdown_text(batch.isolation)} | {len(batch.result_list)} |" in class_report
 
 
 @pytest.mark.skipif(landlock_abi() < 6 or os.environ.get("BPE_LABS_ISOLATION") == "fence",
@@ -569,7 +572,6 @@ def test_no_process_left_after_the_batch(attacked):
 
 
 # -- the grader's own work for a notebook stays within the notebook's limits ---------------------
-@pytest.mark.xfail(strict=True, reason="attack_findings.md #5: a stand-in's reference runs in the grader with no deadline")
 def test_a_stand_in_cannot_keep_the_grader_busy(attacked):
     """A failing learn_bpe answered by the grader's reference on a student-chosen input that takes
     days: the notebook must still be graded within its time limit (plus kernel start-up)."""
@@ -581,7 +583,6 @@ def test_a_stand_in_cannot_keep_the_grader_busy(attacked):
     assert "learn_bpe" in tokenize, f"the tokenize part never called the stand-in: {tokenize}"
 
 
-@pytest.mark.xfail(strict=True, reason="attack_findings.md #6: workers inherit each other's pipes and never see EOF")
 def test_nothing_outlives_a_grader_killed_mid_batch(attacked):
     """``kill -9`` of a grading command while both its workers run a kernel: its workers, zygotes
     and kernels end too (checked 30 s later, when the files they were grading are done)."""
