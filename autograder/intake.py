@@ -20,6 +20,9 @@ from autograder.labs import all_labs, nbgrader_meta, release_cells
 # Statuses of a row that could not be graded; "graded" otherwise.
 EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, DUPLICATE = "empty_file", "invalid_json", "not_a_notebook", "unknown_lab", "duplicate"
 TOO_LARGE = "file_too_large"
+# The nbgrader cell metadata the grader reads, and the types nbgrader writes.
+NBGRADER_FIELD_TYPES = {"grade_id": str, "solution": bool, "grade": bool, "locked": bool, "points": (int, float),
+                        "cell_type": str, "checksum": str, "task": bool}
 # A lab notebook with every output and plot is a few MB; parsing JSON takes up to ~20 times its
 # size in memory, so a larger file is reported without being read.
 MAX_FILE_BYTES = 100 * 1024**2
@@ -126,11 +129,23 @@ def read_submission(path: Path, student_id: str) -> Submission:
         return sub
     if major != 4:
         sub.notes.append(f"converted from nbformat {major} to nbformat 4")
+    if not isinstance(nb.get("metadata"), dict):
+        nb["metadata"] = nbformat.NotebookNode()
+    nb.cells = [cell for cell in nb.cells if isinstance(cell, dict)]  # a stray number or string is no cell
     for cell in nb.cells:  # editors disagree on these; missing or odd ones are harmless for grading
+        if cell.get("cell_type") not in ("code", "markdown", "raw"):
+            cell["cell_type"] = "raw"
+        if "id" in cell and not isinstance(cell["id"], str):
+            del cell["id"]
         if not isinstance(cell.get("metadata"), dict):
             cell["metadata"] = nbformat.NotebookNode()
         if "nbgrader" in cell.metadata and not isinstance(cell.metadata["nbgrader"], dict):
             del cell.metadata["nbgrader"]
+        grader = cell.metadata.get("nbgrader", {})
+        for key in [key for key, kind in NBGRADER_FIELD_TYPES.items() if key in grader and not isinstance(grader[key], kind)]:
+            del grader[key]  # a tool (or a student) wrote something of the wrong type: as if it were absent
+        if cell["cell_type"] == "code" and not isinstance(cell.get("outputs", []), list):
+            cell["outputs"] = []
         source = cell.get("source")
         if isinstance(source, list):
             source = "".join(line for line in source if isinstance(line, str))
