@@ -190,15 +190,23 @@ while time.time() < end and os.path.exists(f"/proc/{grader}"):
 
 # One notebook graded alone in a process of its own, beside the batch (a hostile file may keep a
 # batch's worker busy until the worker watchdog ends it, minutes later: too long for this module).
+# In the main thread (local workers) or in another thread (as a Dask worker runs a task).
 STAND_IN_PROBE = """
-import json, sys
+import json, sys, threading
 from pathlib import Path
 from autograder.grade import Settings, grade_file
 from autograder.kernel import Limits
 limits = Limits(cell_seconds=10, call_seconds=2, notebook_seconds=float(sys.argv[3]), memory_bytes=int(1.5 * 1024**3))
-result = grade_file(Path(sys.argv[1]), "stand-in-hog", Settings(limits=limits, part_seconds=5))
-Path(sys.argv[2]).write_text(json.dumps(result))
+grade = lambda: Path(sys.argv[2]).write_text(json.dumps(grade_file(Path(sys.argv[1]), "stand-in-hog",
+                                                                   Settings(limits=limits, part_seconds=5))))
+if sys.argv[4] == "thread":
+    thread = threading.Thread(target=grade)
+    thread.start()
+    thread.join()
+else:
+    grade()
 """
+STAND_IN_WAYS = ("main", "thread")
 STAND_IN_NOTEBOOK_SECONDS = 60  # enough to reach the tokenize part on a busy machine
 STAND_IN_SLACK_SECONDS = 60  # starting kernels on a busy machine; the reference must not run past it
 
@@ -379,14 +387,14 @@ def batch():
     written = write_submissions(submissions, targets, attacks)
     before = {"submissions": tree_state(submissions), "canary": tree_state(canary), "out": tree_state(out),
               "checkout_names": sorted(p.name for p in REPO_ROOT.iterdir())}
-    probe = killed = None
+    probe = killed = None  # the side runs
     if attacks:
         nbformat.write(stand_in_hog_notebook(), world / "stand-in-hog.ipynb")
         probe_started = time.monotonic()
-        probe = subprocess.Popen([sys.executable, "-c", STAND_IN_PROBE, str(world / "stand-in-hog.ipynb"),
-                                  str(world / "stand-in-hog.json"), str(STAND_IN_NOTEBOOK_SECONDS)],
-                                 env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
+        probe = {way: subprocess.Popen([sys.executable, "-c", STAND_IN_PROBE, str(world / "stand-in-hog.ipynb"),
+                                        str(world / f"stand-in-hog-{way}.json"), str(STAND_IN_NOTEBOOK_SECONDS), way],
+                                       env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL) for way in STAND_IN_WAYS}
         killed, killing = start_grader_to_kill(world / "killed"), {}
         killer = threading.Thread(target=kill_while_grading, args=(killed, world / "killed", killing), daemon=True)
         killer.start()
@@ -401,14 +409,14 @@ def batch():
             killer.join()
             time.sleep(max(0.0, killing["killed_at"] + KILLED_GRADER_CHECK - time.monotonic()))
             left_by_killed_grader = processes_of(world / "killed") if killing.get("while_grading") else "not killed while grading"
-        stand_in = None
-        if probe is not None:
+        stand_in = {}
+        for way, process in (probe or {}).items():
             try:
-                probe.wait(timeout=max(0.0, probe_started + STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS - time.monotonic()))
-                saved = world / "stand-in-hog.json"
-                stand_in = json.loads(saved.read_text()) if saved.exists() else {"status": "no result"}
+                process.wait(timeout=max(0.0, probe_started + STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS - time.monotonic()))
+                saved = world / f"stand-in-hog-{way}.json"
+                stand_in[way] = json.loads(saved.read_text()) if saved.exists() else {"status": "no result"}
             except subprocess.TimeoutExpired:
-                stand_in = {"status": "still grading"}
+                stand_in[way] = {"status": "still grading"}
         yield Batch(isolation=isolation, targets=targets, attacks=attacks, written=written, out=out,
                     submissions=submissions, canary=canary, before=before, survivors=survivors, listener=listener,
                     results={Path(r["file"]).name: r for r in results}, result_list=results,
@@ -416,8 +424,8 @@ def batch():
                     left_by_killed_grader=left_by_killed_grader,
                     undone=repair_checkout(targets, originals))
     finally:
-        if probe is not None:
-            end_process_tree(probe)
+        for process in (probe or {}).values():
+            end_process_tree(process)
         if killed is not None:
             stop_process(killed)
             for pid, _ in processes_of(world / "killed"):  # its workers, zygotes and kernels: started here
@@ -572,14 +580,18 @@ def test_no_process_left_after_the_batch(attacked):
 
 
 # -- the grader's own work for a notebook stays within the notebook's limits ---------------------
-def test_a_stand_in_cannot_keep_the_grader_busy(attacked):
+@pytest.mark.parametrize("way", ["main", pytest.param("thread", marks=pytest.mark.xfail(
+    strict=True, reason="attack_findings.md #7: no deadline for a stand-in's reference outside the main thread"))])
+def test_a_stand_in_cannot_keep_the_grader_busy(attacked, way):
     """A failing learn_bpe answered by the grader's reference on a student-chosen input that takes
-    days: the notebook must still be graded within its time limit (plus kernel start-up)."""
-    assert attacked.stand_in["status"] == "graded", (
-        f"{attacked.stand_in['status']} {STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS} s after it started "
+    days: the notebook must still be graded within its time limit (plus kernel start-up), whether
+    the grader runs in its process's main thread or, as in a Dask worker, in another thread."""
+    stand_in = attacked.stand_in[way]
+    assert stand_in["status"] == "graded", (
+        f"{stand_in['status']} {STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS} s after it started "
         f"(notebook limit {STAND_IN_NOTEBOOK_SECONDS} s)")
-    assert attacked.stand_in["score"] == 0
-    tokenize = attacked.stand_in["parts"]["tokenize"]["message"]
+    assert stand_in["score"] == 0
+    tokenize = stand_in["parts"]["tokenize"]["message"]
     assert "learn_bpe" in tokenize, f"the tokenize part never called the stand-in: {tokenize}"
 
 
