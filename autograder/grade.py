@@ -218,7 +218,9 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
         # 2. Feedback: the same program with the visible checks, in a kernel no hidden input reached.
         try:
             if settings.feedback_kernel:
-                restarts += _feedback_run(workdir, program, parts, settings, started, visible, result["cells"],
+                # the cells a student added after the last check run here too: their errors are shown
+                shown = program + [step for step in repaired.program[len(program):] if step.kind != "given"]
+                restarts += _feedback_run(workdir, shown, parts, settings, started, visible, result["cells"],
                                           lab.lab_id)
         except (CallTimeout, KernelDied) as failed:  # no time left for it, or no kernel would start
             result["cells"].append({"cell": "-", "kind": "feedback", "status": "skipped",

@@ -25,8 +25,22 @@ from autograder import isolation
 WORKER_LOST = "worker_lost"
 
 
-def _serve(connection, function: Callable, memory_bytes: int) -> None:
+def _die_with_parent() -> None:
+    """``PR_SET_PDEATHSIG``: a worker whose grader was killed (``kill -9``) ends at once, and its
+    kernels with it, instead of finishing the file for nobody."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass  # not Linux: the pipe's end-of-file ends the worker after its current file
+
+
+def _serve(connection, function: Callable, memory_bytes: int, siblings: list) -> None:
     """A worker's life: set its own memory limit, then grade whatever the parent sends."""
+    _die_with_parent()
+    for other in siblings:  # the parent's ends of the other workers' pipes, inherited by fork: without
+        other.close()       # closing them, a sibling would never see end-of-file if the parent died
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     # A grader killed hard takes its workers along (and they their zygotes and kernels): waiting for
     # EOF is not enough, as a worker's siblings hold the parent's end of its pipe too.
@@ -83,7 +97,8 @@ class WorkerPool:
 
     def _spawn(self) -> _Worker:
         parent, child = self.context.Pipe()
-        process = self.context.Process(target=_serve, args=(child, self.function, self.memory_bytes), daemon=True)
+        siblings = [worker.connection for worker in self.workers] + [parent]
+        process = self.context.Process(target=_serve, args=(child, self.function, self.memory_bytes, siblings), daemon=True)
         process.start()
         child.close()
         worker = _Worker(process, parent)
