@@ -25,20 +25,8 @@ from autograder import isolation
 WORKER_LOST = "worker_lost"
 
 
-def _die_with_parent() -> None:
-    """``PR_SET_PDEATHSIG``: a worker whose grader was killed (``kill -9``) ends at once, and its
-    kernels with it, instead of finishing the file for nobody."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass  # not Linux: the pipe's end-of-file ends the worker after its current file
-
-
 def _serve(connection, function: Callable, memory_bytes: int, siblings: list) -> None:
     """A worker's life: set its own memory limit, then grade whatever the parent sends."""
-    _die_with_parent()
     for other in siblings:  # the parent's ends of the other workers' pipes, inherited by fork: without
         other.close()       # closing them, a sibling would never see end-of-file if the parent died
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
