@@ -76,7 +76,8 @@ def release_notebook(lab: Lab, db_path: Path) -> nbformat.NotebookNode:
     resources = {"nbgrader": {"assignment": lab.lab_id, "notebook": lab.lab_id, "db_url": url}}
     for step in release_steps():
         nb, resources = step.preprocess(nb, resources)
-    nb.metadata.get("bpe_labs", {}).pop("references", None)  # the grader's business, not the student's
+    for key in ("references", "alternatives"):  # the grader's business, not the student's
+        nb.metadata.get("bpe_labs", {}).pop(key, None)
     return nb
 
 

@@ -112,6 +112,9 @@ def read_lab(path: Path) -> Lab:
     if not meta or "lab" not in meta:
         raise ValueError(f"{path} has no 'bpe_labs' notebook metadata naming its lab")
     references = meta.get("references", {})
+    # function -> earlier answer functions that could do its whole job (learn_bpe for learn_bpe_fast):
+    # never stood in for while it is graded, or a student could blank one to have the reference do it.
+    alternatives = meta.get("alternatives", {})
     answers = answer_functions(nb.cells)
     parts, owner = [], {}
     for index, cell in enumerate(nb.cells):
@@ -121,8 +124,9 @@ def read_lab(path: Path) -> Lab:
             hidden = match.group(1) if match else ""
             functions = tuple(name for name in free_names(hidden) if name in answers)
             # Every answer function an earlier part tests may be a helper of this part's code.
+            excluded = {name for function in functions for name in alternatives.get(function, ())}
             upstream = tuple(Upstream(name, owner[name], references[name]) for name in answers
-                             if name in owner and name not in functions and name in references)
+                             if name in owner and name not in functions and name in references and name not in excluded)
             for name in functions:
                 owner.setdefault(name, info["grade_id"])
             parts.append(Part(info["grade_id"], float(info.get("points", 0)), hidden, index, functions, upstream))
