@@ -23,7 +23,24 @@ def _fail(kind: str):
     raise KeyboardInterrupt  # not an Exception: it must still arrive as itself
 
 
+def in_a_fresh_interpreter(body, *args):
+    """Run ``body(*args)`` in a new Python (multiprocessing's spawn): a ``Background`` refuses to
+    fork while other threads run, and earlier tests in this pytest worker leave some (kernels that
+    are shutting down), so the forking tests need a process of their own to test the fork."""
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(target=body, args=args)
+    process.start()
+    process.join(300)
+    assert process.exitcode == 0, f"{body.__name__} failed in its own interpreter (exit {process.exitcode}; traceback above)"
+
+
+
 def test_background_answers_in_order_and_raises_what_the_call_raised():
+    in_a_fresh_interpreter(_background_answers_in_order_and_raises_what_the_call_raised)
+
+
+def _background_answers_in_order_and_raises_what_the_call_raised():
     helper = Background("test", preload=["json"])
     try:
         helper.submit(divmod, 17, 5)
@@ -43,6 +60,10 @@ def test_background_answers_in_order_and_raises_what_the_call_raised():
 
 
 def test_a_dead_background_process_is_reported_not_waited_for():
+    in_a_fresh_interpreter(_a_dead_background_process_is_reported_not_waited_for)
+
+
+def _a_dead_background_process_is_reported_not_waited_for():
     helper = Background("test")
     helper.process.kill()
     helper.process.join()
@@ -55,6 +76,10 @@ def test_a_dead_background_process_is_reported_not_waited_for():
 
 
 def test_a_background_dropped_unclosed_ends_its_process():
+    in_a_fresh_interpreter(_a_background_dropped_unclosed_ends_its_process)
+
+
+def _a_background_dropped_unclosed_ends_its_process():
     helper = Background("test")
     process = helper.process
     assert process.is_alive()
@@ -123,6 +148,10 @@ def registered_cells(db_path) -> dict:
 
 
 def test_recorder_carries_on_in_this_process_when_its_process_dies(tmp_path):
+    in_a_fresh_interpreter(_recorder_carries_on_in_this_process_when_its_process_dies, tmp_path)
+
+
+def _recorder_carries_on_in_this_process_when_its_process_dies(tmp_path):
     recorder = gradebook.Recorder(tmp_path / "gradebook.db")
     recorder.prepare(["toy_bpe"])
     recorder.record(graded_result("toy_bpe", "ada", [2, 2, 2, 3, 2]))
