@@ -77,6 +77,13 @@ class IsolationUnavailable(RuntimeError):
     """``require_isolation`` was asked for where the boundary cannot be built."""
 
 
+def copy_launcher(folder: Path) -> Path:
+    """The kernel launcher and the isolation module it imports, copied into ``folder`` (so that a
+    kernel never has the autograder package on its path); the launcher's path."""
+    shutil.copy(ISOLATION_MODULE, folder / "bpe_isolation.py")
+    return Path(shutil.copy(LAUNCHER, folder / "launch_kernel.py"))
+
+
 @functools.lru_cache(maxsize=None)
 def isolation_status() -> str:
     """What isolation a kernel started by this process gets, in words for grades.csv.
@@ -94,8 +101,7 @@ def isolation_status() -> str:
         return "fence (this Linux kernel has no Landlock)"
     with tempfile.TemporaryDirectory(prefix="bpe-probe-") as folder:
         folder = Path(folder)
-        shutil.copy(LAUNCHER, folder / "launch_kernel.py")
-        shutil.copy(ISOLATION_MODULE, folder / "bpe_isolation.py")
+        launcher = copy_launcher(folder)
         for name in ("work", "sockets", "root"):
             (folder / name).mkdir()
         (folder / "connection.json").write_text("{}")
@@ -110,7 +116,7 @@ def isolation_status() -> str:
                     "root_dir": str(folder / "root"),
                     "read_only": [str(p) for p in _python_and_system_folders()], "rlimits": Limits().rlimits()}
         env = {"PATH": os.environ.get("PATH", ""), "BPE_LABS_SANDBOX": json.dumps(settings)}
-        probe = subprocess.run([sys.executable, str(folder / "launch_kernel.py")], env=env, capture_output=True,
+        probe = subprocess.run([sys.executable, str(launcher)], env=env, capture_output=True,
                                text=True, timeout=60)
     if probe.returncode != 0:
         why = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
@@ -189,13 +195,12 @@ class Zygote:
 
     def _start(self) -> None:
         folder = Path(tempfile.mkdtemp(prefix="bpe-zygote-"))
-        shutil.copy(LAUNCHER, folder / "launch_kernel.py")
-        shutil.copy(ISOLATION_MODULE, folder / "bpe_isolation.py")
+        launcher = copy_launcher(folder)
         env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ}
         env.update(HOME=str(folder), MPLBACKEND="Agg", MPLCONFIGDIR=str(folder / "matplotlib"), PYTHONHASHSEED="0",
                    OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
         with open(folder / "zygote.log", "ab") as log:
-            self._process = subprocess.Popen([sys.executable, str(folder / "launch_kernel.py"), "--zygote"],
+            self._process = subprocess.Popen([sys.executable, str(launcher), "--zygote"],
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                              cwd=folder, start_new_session=True)
 
@@ -323,9 +328,7 @@ class KernelSession:
             os.chown(self._sockets, self._uid, self._uid)
         spec_dir = self._private / "kernels" / KERNEL_NAME
         spec_dir.mkdir(parents=True)
-        launcher = self._private / "launch_kernel.py"
-        shutil.copy(LAUNCHER, launcher)
-        shutil.copy(ISOLATION_MODULE, self._private / "bpe_isolation.py")
+        launcher = copy_launcher(self._private)
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": [sys.executable, str(launcher), "-f", "{connection_file}", "--HistoryManager.enabled=False"],
             "display_name": "BPE Labs grading sandbox", "language": "python"}))
