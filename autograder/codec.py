@@ -126,14 +126,43 @@ def call_in_namespace(namespace, name, payload):
     return json.dumps(_outcome(namespace[name], args, kwargs))
 
 
-def call_each_in_namespace(namespace, name, payload):
+class _OverTime(BaseException):
+    """Raised into a student's call that ran past its own time limit (BaseException: an
+    ``except Exception`` in the student's code does not swallow it)."""
+
+
+def call_each_in_namespace(namespace, name, payload, seconds=0.0):
     """Kernel side: call ``namespace[name]`` once per encoded argument list, as a loop would, stopping
-    at the first exception; the outcomes as JSON text."""
+    at the first exception; the outcomes as JSON text. With ``seconds``, each call has that time
+    limit of its own (``["timeout"]`` ends the list), as one call at a time would have."""
+    import signal
+
     outcomes = []
-    for args in decode(json.loads(payload)):
-        outcomes.append(_outcome(namespace[name], args, {}))
-        if outcomes[-1][0] == "raised":
-            break
+    timed = seconds > 0 and hasattr(signal, "setitimer")
+    if timed:
+        def over_time(signum, frame):
+            raise _OverTime()
+
+        previous = signal.signal(signal.SIGALRM, over_time)
+    try:
+        for args in decode(json.loads(payload)):
+            outcome = None
+            try:
+                if timed:
+                    signal.setitimer(signal.ITIMER_REAL, seconds)
+                outcome = _outcome(namespace[name], args, {})
+                if timed:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            except _OverTime:  # (an alarm just after the call returned keeps what it returned)
+                outcome = outcome or ["timeout"]
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            outcomes.append(outcome)
+            if outcome[0] != "returned":
+                break
+    finally:
+        if timed:
+            signal.signal(signal.SIGALRM, previous)
     return json.dumps(outcomes)
 
 
@@ -147,6 +176,90 @@ def describe(namespace, name):
 def fetch(namespace, name):
     """Kernel side: a notebook variable, encoded as JSON text."""
     return json.dumps(encode(namespace[name]))
+
+
+# -- state snapshots: may a part's hidden tests run after the whole notebook instead of at its place? --
+# The grader runs the notebook once, with its visible checks, and the hidden tests afterwards, when
+# what each part's hidden tests can reach is what it was at the part's test cell: the same objects
+# bound to the same names (functions, and the globals they read, followed through their code),
+# and the same pickled bytes for plain values. Anything else makes the grader grade the part at
+# its place in a second kernel. The student can only fool this into grading their own final code.
+_SNAPSHOTS = {}
+
+
+def _global_names(function):
+    """The global names a notebook function reads (its code and nested code), its defaults' ids."""
+    names, stack = set(), [getattr(function, "__code__", None)]
+    while stack:
+        code = stack.pop()
+        if code is None:
+            continue
+        names.update(code.co_names)
+        stack.extend(const for const in code.co_consts if hasattr(const, "co_names"))
+    return names
+
+
+def _state(value):
+    """What must not change for a value to count as the same: bytes of plain data, the code of a
+    notebook function (its defaults and closure too), the identity of anything else."""
+    import pickle
+    import types
+
+    if isinstance(value, types.FunctionType):
+        extra = (value.__defaults__, value.__kwdefaults__,
+                 tuple(getattr(cell, "cell_contents", None) for cell in (value.__closure__ or ())))
+        try:
+            return ("function", hash(pickle.dumps(extra, protocol=4)))
+        except Exception:
+            return ("function", None)  # unpicklable defaults: never "unchanged"
+    if isinstance(value, (types.ModuleType, type, types.BuiltinFunctionType)):
+        return ("object",)
+    try:
+        return ("value", hash(pickle.dumps(value, protocol=4)))
+    except Exception:
+        return ("value", None)
+
+
+def _reachable(namespace, names):
+    """``names`` and every notebook global that the notebook functions among them read, transitively."""
+    import types
+
+    seen, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        value = namespace.get(name, _MISSING)
+        functions = [value] if isinstance(value, types.FunctionType) else []
+        if isinstance(value, type) and getattr(value, "__module__", "") == "__main__":
+            functions = [v for v in vars(value).values() if isinstance(v, types.FunctionType)]
+        for function in functions:
+            if getattr(function, "__globals__", None) is namespace:
+                todo.extend(_global_names(function))
+    return seen
+
+
+def snapshot(namespace, key, names_json):
+    """Kernel side: remember what the part ``key``'s hidden tests could reach now."""
+    taken = {}
+    for name in _reachable(namespace, json.loads(names_json)):
+        value = namespace.get(name, _MISSING)
+        taken[name] = (value, _state(value) if value is not _MISSING else None)
+    _SNAPSHOTS[key] = taken
+    return "ok"
+
+
+def changed_since(namespace, keys_json):
+    """Kernel side: the keys (as JSON) whose snapshot no longer holds, or that were never taken."""
+    changed = []
+    for key in json.loads(keys_json):
+        taken = _SNAPSHOTS.get(key)
+        if taken is None or any(namespace.get(name, _MISSING) is not value
+                                or (value is not _MISSING and (state is None or state[-1] is None or _state(value) != state))
+                                for name, (value, state) in taken.items()):
+            changed.append(key)
+    return json.dumps(changed)
 
 
 # -- stand-ins: a student's helper replaced, for one part, by the grader's reference ---------------

@@ -3,11 +3,14 @@
 ``grade_file`` is what every worker runs (a local process, a Dask worker): it takes a path and
 settings, returns a JSON-able dict, and never raises for a bad notebook.
 
-Two kernels per notebook, one after the other, so that no hidden input can reach the feedback in
-any form (printed reversed, joined with dots, remembered and raised later): the *grading* kernel
-runs the program with each part's hidden tests at its test cell's place and yields only scores;
-the *feedback* kernel, which no hidden input ever reaches, runs the same program with the visible
-checks and yields everything the student is shown of their own code's output.
+No hidden input may reach the feedback in any form (printed reversed, joined with dots,
+remembered and raised later), so everything a student is shown of their own code's output is
+taken before the first hidden input exists in a kernel: one kernel runs the notebook with its
+visible checks, then runs each part's hidden tests, which yield only scores. Hidden tests belong at
+their test cell's place (a later cell may redefine a function or change a global it reads): just
+before each test cell, the kernel notes what that part's tests can reach (names, objects, the
+bytes of plain values; ``codec.snapshot``), and if any of it has changed by the end, the parts are
+graded at their places in a second kernel whose output is never shown (one notebook in many).
 """
 from __future__ import annotations
 
@@ -17,14 +20,14 @@ import re
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autograder import REPO_ROOT
 from autograder.check import run_part
 from autograder.intake import read_submission
 from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
-from autograder.labs import get_lab, release_cells
+from autograder.labs import free_names, get_lab, release_cells
 from autograder.repair import Step, repair
 
 DEFAULT_DATA_DIR = REPO_ROOT / "data" / "standins"
@@ -194,37 +197,41 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
     result["integrity"] += repaired.integrity
     parts = {part.part_id: part for part in lab.parts}
     program = needed_steps(repaired.program)
+    # the cells a student added after the last check run too (for the feedback): their errors are shown
+    shown = program + [step for step in repaired.program[len(program):] if step.kind != "given"]
+    graded: dict[str, dict] = {}
+    visible: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bpe-grade-") as workdir:
-        # 1. Scores: hidden tests at each test cell's place. Of this kernel's output, only what it
-        # printed before the first hidden input is shown, and only without a feedback kernel.
-        graded: dict[str, dict] = {}
-        visible: dict[str, str] = {}
-        with _session(workdir, "grading", settings, started, lab.lab_id) as session:
-            result["isolation"] = session.isolation
-            for step in program:
-                untouched = not session.sent_arguments  # no hidden input has reached this kernel yet
-                if step.kind != "check":
-                    run = session.run_cell(step.source)
-                    if run.status != "ok" and untouched and not settings.feedback_kernel:
-                        result["cells"].append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
-                elif step.cell_id in parts and step.cell_id not in graded:
-                    if untouched and not settings.feedback_kernel:
-                        run = session.run_cell(step.source, replay=False, capture=True)
-                        visible[step.cell_id] = run.stdout.strip() or run.error
-                    graded[step.cell_id] = _hidden_tests(session, parts[step.cell_id], settings)
-            for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
-                graded.setdefault(part.part_id, _hidden_tests(session, part, settings))
-            sent, restarts = session.sent_arguments, session.restarts
-        # 2. Feedback: the same program with the visible checks, in a kernel no hidden input reached.
-        try:
-            if settings.feedback_kernel:
-                # the cells a student added after the last check run here too: their errors are shown
-                shown = program + [step for step in repaired.program[len(program):] if step.kind != "given"]
-                restarts += _feedback_run(workdir, shown, parts, settings, started, visible, result["cells"],
-                                          lab.lab_id)
-        except (CallTimeout, KernelDied) as failed:  # no time left for it, or no kernel would start
-            result["cells"].append({"cell": "-", "kind": "feedback", "status": "skipped",
-                                    "error": f"your notebook's own checks could not be shown ({failed})"})
+        if not settings.feedback_kernel:  # --one-kernel: shown is only what ran before the first hidden input
+            graded, sent, restarts, result["isolation"] = _graded_at_place(
+                workdir, program, parts, lab, settings, started, visible, result["cells"])
+            result["kernels"] = 1
+        else:
+            # 1. One kernel runs the notebook with its visible checks: all the student is shown, before
+            # any hidden input exists in it. Then the hidden tests, if what each part's tests can reach
+            # is what it was at the part's test cell (see codec.snapshot).
+            with _session(workdir, "grading", settings, started, lab.lab_id) as session:
+                result["isolation"] = session.isolation
+                order = _visible_run(session, shown, parts, visible, result["cells"])
+                try:
+                    moved = session.changed_since(order)
+                except (CallTimeout, KernelDied):
+                    moved = order
+                if not moved:
+                    for part_id in order:
+                        graded[part_id] = _hidden_tests(session, parts[part_id], settings)
+                    for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
+                        graded.setdefault(part.part_id, _hidden_tests(session, part, settings))
+                    sent = session.sent_arguments
+                restarts = session.restarts
+            result["kernels"] = 1
+            if not graded:
+                # 2. Something a part relies on changed after its test cell (a later cell redefined a
+                # function, changed a global it reads...): hidden tests at each test cell's place, in a
+                # second kernel. Nothing of that kernel's output is shown.
+                graded, sent, more, _ = _graded_at_place(workdir, program, parts, lab, settings, started)
+                restarts += more
+                result["kernels"] = 2
     redact = Redactor(sent, public_text(lab.lab_id), shown=public_values(lab.lab_id))
     for part_id, entry in graded.items():
         entry["message"] = redact(entry["message"])
@@ -246,22 +253,50 @@ def needed_steps(program: list) -> list:
     return program[: checks[-1] + 1] if checks else program
 
 
-def _feedback_run(workdir: str, program: list, parts: dict, settings: Settings, started: float,
-                  visible: dict[str, str], cells: list[dict], lab_id: str) -> int:
+def _visible_run(session: KernelSession, program: list, parts: dict, visible: dict[str, str],
+                 cells: list[dict]) -> list[str]:
     """Run the program with the visible checks; their output and the cells' errors are what the
-    student is shown. Returns the kernel restarts it took."""
-    with _session(workdir, "feedback", replace(settings, limits=replace(settings.limits, max_restarts=1)),
-                  started, lab_id) as session:
+    student is shown. Just before each part's test cell, the kernel notes what that part's hidden
+    tests can reach. Returns the parts in the order their test cells ran."""
+    order = []
+    for step in program:
+        if step.kind == "check":
+            if step.cell_id in parts and step.cell_id not in visible:
+                try:
+                    session.snapshot(step.cell_id, free_names(parts[step.cell_id].hidden_tests))
+                except (CallTimeout, KernelDied):
+                    pass  # never taken: this notebook's parts are graded at their places
+                run = session.run_cell(step.source, replay=False, capture=True)
+                visible[step.cell_id] = run.stdout.strip() or run.error
+                order.append(step.cell_id)
+            continue
+        run = session.run_cell(step.source)
+        if run.status != "ok":
+            cells.append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
+    return order
+
+
+def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Settings, started: float,
+                     visible: dict[str, str] | None = None, cells: list[dict] | None = None) -> tuple:
+    """Each part's hidden tests at its test cell's place, in a kernel of its own; with ``visible``
+    and ``cells``, what the notebook showed before the first hidden input reached the kernel.
+    Returns (part results, arguments sent, restarts, isolation)."""
+    graded: dict[str, dict] = {}
+    with _session(workdir, "at-place", settings, started, lab.lab_id) as session:
         for step in program:
-            if step.kind == "check":
-                if step.cell_id in parts and step.cell_id not in visible:
+            untouched = not session.sent_arguments  # no hidden input has reached this kernel yet
+            if step.kind != "check":
+                run = session.run_cell(step.source)
+                if run.status != "ok" and untouched and cells is not None:
+                    cells.append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
+            elif step.cell_id in parts and step.cell_id not in graded:
+                if untouched and visible is not None:
                     run = session.run_cell(step.source, replay=False, capture=True)
                     visible[step.cell_id] = run.stdout.strip() or run.error
-                continue
-            run = session.run_cell(step.source)
-            if run.status != "ok":
-                cells.append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
-        return session.restarts
+                graded[step.cell_id] = _hidden_tests(session, parts[step.cell_id], settings)
+        for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
+            graded.setdefault(part.part_id, _hidden_tests(session, part, settings))
+        return graded, session.sent_arguments, session.restarts, session.isolation
 
 
 def _hidden_tests(session: KernelSession, part, settings: Settings) -> dict:

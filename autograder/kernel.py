@@ -279,6 +279,38 @@ class CellRun:
     seconds: float = 0.0
 
 
+class CallResults:
+    """The results of :meth:`KernelSession.call_each`, decoded as they are read: reading the
+    result of a call that raised (or ran out of time) raises, and so does reading any result after
+    it, since the batch stopped there, as a loop would have."""
+
+    def __init__(self, session: "KernelSession", name: str, outcomes: list, requested: int):
+        self._session, self._name, self._outcomes, self._requested = session, name, outcomes, requested
+
+    def __len__(self) -> int:
+        return self._requested
+
+    def __getitem__(self, index: int):
+        if not -self._requested <= index < self._requested:
+            raise IndexError("call_each result index out of range")
+        index %= self._requested
+        outcome = self._outcomes[min(index, len(self._outcomes) - 1)] if self._outcomes else ["timeout"]
+        if index >= len(self._outcomes) and outcome[0] == "returned":  # (never: the batch ran every call)
+            raise KernelDied("the grader's call failed in the kernel: missing results")
+        if outcome[0] == "timeout":
+            raise CallTimeout(f"did not finish within {self._session.limits.call_seconds:g} s")
+        return self._session._result(self._name, outcome)
+
+    def __iter__(self):
+        for index in range(self._requested):
+            yield self[index]
+
+    def __eq__(self, other) -> bool:
+        return list(self) == other
+
+    __hash__ = None
+
+
 class KernelDied(Exception):
     """The kernel died (memory cap, os._exit, a crash) or stopped answering."""
 
@@ -596,6 +628,15 @@ class KernelSession:
     def _codec(self, function: str, *args) -> str:
         return f"__import__('sys').modules[{CODEC_MODULE!r}].{function}(get_ipython().user_ns, {', '.join(map(repr, args))})"
 
+    def snapshot(self, key: str, names: list[str]) -> None:
+        """Remember, in the kernel, what ``names`` reach now (see ``codec.snapshot``)."""
+        self._evaluate(self._codec("snapshot", key, json.dumps(list(names))), timeout=self.limits.call_seconds)
+
+    def changed_since(self, keys: list[str]) -> list[str]:
+        """The keys whose snapshot no longer holds (or was lost with a restarted kernel)."""
+        return json.loads(self._evaluate(self._codec("changed_since", json.dumps(list(keys))),
+                                         timeout=self.limits.call_seconds))
+
     def describe(self, name: str) -> str:
         return self._evaluate(self._codec("describe", name), timeout=self.limits.call_seconds)
 
@@ -614,14 +655,22 @@ class KernelSession:
                                             timeout=self.limits.call_seconds))
         return self._result(name, outcome)
 
-    def call_each(self, name: str, argument_lists: list) -> list:
-        """``[name(*args) for args in argument_lists]`` in one round trip; the whole batch has one
-        call's time limit. Raises like the loop would, at the first call that raised."""
+    def call_each(self, name: str, argument_lists: list, within: float | None = None) -> "CallResults":
+        """``name(*args)`` for each of ``argument_lists``, in one round trip, as a loop would call
+        them: each call has its own time limit (``call_seconds``, kept in the kernel), the batch
+        stops at the first call that raised, and the results are read lazily, so that the error
+        (or time-out) of call k is raised where a loop reaches case k, after the checks of the
+        cases before it. ``within`` caps the whole batch (the part's time left)."""
+        argument_lists = [list(args) for args in argument_lists]
         self.sent_arguments.extend(argument_lists)
-        payload = json.dumps(codec.encode([list(args) for args in argument_lists]))
-        outcomes = json.loads(self._evaluate(self._codec("call_each_in_namespace", name, payload),
-                                             timeout=self.limits.call_seconds))
-        return [self._result(name, outcome) for outcome in outcomes]
+        payload = json.dumps(codec.encode(argument_lists))
+        seconds = self.limits.call_seconds
+        timeout = seconds * max(1, len(argument_lists)) + self.limits.interrupt_grace_seconds
+        if within is not None:
+            timeout = min(timeout, max(within, 0.001))
+        outcomes = json.loads(self._evaluate(self._codec("call_each_in_namespace", name, payload, seconds),
+                                             timeout=timeout))
+        return CallResults(self, name, outcomes, len(argument_lists))
 
     @staticmethod
     def _result(name: str, outcome: list):

@@ -126,5 +126,31 @@ def test_call_each_is_the_loop_in_one_round_trip(tmp_path):
         proxy = StudentFunction(session, "halve", deadline=float("inf"))
         assert call_each(proxy, [(4,), (7,)]) == [proxy(4), proxy(7)] == [(2, [4]), (3, [7])]
         with pytest.raises(ValueError, match="three"):
-            call_each(proxy, [(4,), (3,), (8,)])
+            list(call_each(proxy, [(4,), (3,), (8,)]))
     assert call_each(abs, [(-2,), (3,)]) == [2, 3], "outside the grader it is a plain loop"
+
+
+def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit(tmp_path):
+    """A batch reads like the loop it replaces: the checks of the cases before a failing call run
+    first, and a slow-but-fine function is not cut off by the batch's length (each call has
+    ``call_seconds`` of its own), while one that never ends times out at its own case."""
+    from autograder.check import StudentFunction
+    from autograder.hidden import call_each
+
+    with KernelSession(tmp_path / "work", Limits(call_seconds=1, interrupt_grace_seconds=2)) as session:
+        session.run_cell("import time\ndef slow(n):\n    time.sleep(0.3)\n    return n\n"
+                         "def stuck(n):\n    while n == 2:\n        pass\n    return n\n"
+                         "def fails(n):\n    if n == 2:\n        raise KeyError(n)\n    return n")
+        slow = StudentFunction(session, "slow", deadline=float("inf"))
+        assert list(call_each(slow, [(n,) for n in range(8)])) == list(range(8))  # 2.4 s in all, 0.3 s each
+        seen = []
+        with pytest.raises(CallTimeout):
+            for n, got in zip(range(5), call_each(StudentFunction(session, "stuck", deadline=float("inf")), [(n,) for n in range(5)])):
+                seen.append(got)
+        assert seen == [0, 1]
+        seen = []
+        with pytest.raises(KeyError):
+            for n, got in zip(range(5), call_each(StudentFunction(session, "fails", deadline=float("inf")), [(n,) for n in range(5)])):
+                seen.append(got)
+        assert seen == [0, 1]
+        assert session.call("slow", 5) == 5, "the kernel answers after a call was cut off"
