@@ -229,9 +229,13 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
                 # 2. Something a part relies on changed after its test cell (a later cell redefined a
                 # function, changed a global it reads...): hidden tests at each test cell's place, in a
                 # second kernel. Nothing of that kernel's output is shown.
-                graded, sent, more, _ = _graded_at_place(workdir, program, parts, lab, settings, started)
-                restarts += more
                 result["kernels"] = 2
+                try:
+                    graded, sent, more, _ = _graded_at_place(workdir, program, parts, lab, settings, started)
+                    restarts += more
+                except CallTimeout as failed:  # the notebook's time was used up before it could start
+                    sent, graded = [], {part.part_id: {"part_id": part.part_id, "score": 0, "max_score": part.points,
+                                             "message": f"not graded: {failed}"} for part in lab.parts}
     redact = Redactor(sent, public_text(lab.lab_id), shown=public_values(lab.lab_id))
     for part_id, entry in graded.items():
         entry["message"] = redact(entry["message"])
