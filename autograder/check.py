@@ -8,6 +8,7 @@ hidden tests, their inputs or the reference, and cannot reach the comparison.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass
 
@@ -61,6 +62,18 @@ class StudentFunction:
         return self.session.call_each(self.__name__, argument_lists, within=self.deadline - time.monotonic())
 
 
+@functools.lru_cache(maxsize=None)
+def hidden_test_names(hidden_tests: str) -> tuple[str, ...]:
+    """The names a part's hidden tests take from the notebook (parsed once per process)."""
+    return tuple(free_names(hidden_tests))
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(hidden_tests: str, part_id: str):
+    # optimize=0 keeps the asserts even when the grader runs under python -O.
+    return compile(hidden_tests, f"<hidden tests: {part_id}>", "exec", optimize=0)
+
+
 def run_part(session: KernelSession, part: Part, seconds: float = 60.0) -> PartResult:
     """Score one part: full points when every hidden check passes, else zero and why.
 
@@ -84,14 +97,13 @@ def _run_part(session: KernelSession, part: Part, seconds: float) -> PartResult:
     deadline = time.monotonic() + seconds
     namespace: dict = {"__name__": f"hidden_tests_{part.part_id}"}
     try:
-        for name in free_names(part.hidden_tests):
+        for name in hidden_test_names(part.hidden_tests):
             kind = session.describe(name)
             if kind == "missing":
                 return PartResult(part.part_id, 0, part.points,
                                   f"`{name}` is not defined in your notebook: did the cell that defines it run without errors?")
             namespace[name] = StudentFunction(session, name, deadline) if kind == "function" else session.fetch(name)
-        # optimize=0 keeps the asserts even when the grader runs under python -O.
-        exec(compile(part.hidden_tests, f"<hidden tests: {part.part_id}>", "exec", optimize=0), namespace)
+        exec(_compiled(part.hidden_tests, part.part_id), namespace)
     except AssertionError as failed:
         return PartResult(part.part_id, 0, part.points, str(failed) or "a hidden check failed")
     except CallTimeout as slow:

@@ -24,10 +24,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autograder import REPO_ROOT
-from autograder.check import run_part
+from autograder.check import hidden_test_names, run_part
 from autograder.intake import read_submission
 from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
-from autograder.labs import free_names, get_lab, release_cells
+from autograder.labs import get_lab, release_cells
 from autograder.repair import Step, repair
 
 DEFAULT_DATA_DIR = REPO_ROOT / "data" / "standins"
@@ -267,7 +267,7 @@ def _visible_run(session: KernelSession, program: list, parts: dict, visible: di
         if step.kind == "check":
             if step.cell_id in parts and step.cell_id not in visible:
                 try:
-                    session.snapshot(step.cell_id, free_names(parts[step.cell_id].hidden_tests))
+                    session.snapshot(step.cell_id, hidden_test_names(parts[step.cell_id].hidden_tests))
                 except (CallTimeout, KernelDied):
                     pass  # never taken: this notebook's parts are graded at their places
                 run = session.run_cell(step.source, replay=False, capture=True)
