@@ -11,7 +11,7 @@ a file ``bob_zzz_toy_bpe.ipynb`` is never taken for bob. Export patterns recogni
   or, with *Download submissions in folders*, a folder of that name holding the uploaded file.
 * **nbgrader**: ``submitted/<student>/<lab>/<notebook>.ipynb``.
 * Anything else: the file name without ``.ipynb`` and without a trailing ``_<lab>`` or ``-<lab>``
-  of a known lab (``jdoe_toy_bpe.ipynb`` -> ``jdoe``; ``bob_zzz_toy_bpe.ipynb`` -> ``bob_zzz``).
+  of a known lab (``jdoe_toy_bpe.ipynb`` is jdoe's, ``bob_zzz_toy_bpe.ipynb`` bob_zzz's: see :func:`identify`).
 
 Two different LMS users with the same name part are told apart by their user ids and reported,
 never merged. A roster (``--roster FILE``, CSV) maps export names or user ids to the course's
@@ -55,7 +55,19 @@ def _strip_lab_suffix(stem: str, lab_ids: tuple[str, ...]) -> str:
 
 
 def identify(relative: Path, lab_ids: tuple[str, ...] = ()) -> Identity:
-    """The identity of a file at ``relative`` (its path inside the submissions folder)."""
+    """The identity of a file at ``relative`` (its path inside the submissions folder).
+
+    >>> labs = ("toy_bpe", "gpt2_bpe")
+    >>> [identify(Path(name), labs).student_id for name in ("jdoe_toy_bpe.ipynb", "bob_zzz_toy_bpe.ipynb")]
+    ['jdoe', 'bob_zzz']
+    >>> late = identify(Path("jdoe_LATE_1234_5678_toy_bpe-1.ipynb"), labs)
+    >>> late.student_id, late.source, late.user_id, late.late
+    ('jdoe', 'canvas', '1234', True)
+    >>> identify(Path("Ann Lee_77_assignsubmission_file_toy_bpe.ipynb"), labs).student_id
+    'Ann Lee'
+    >>> identify(Path("ann/toy_bpe/toy_bpe.ipynb"), labs).source
+    'nbgrader'
+    """
     parts = relative.parts
     if len(parts) == 3:
         return Identity(parts[0], "nbgrader", order=(relative.name,))

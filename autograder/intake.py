@@ -43,8 +43,12 @@ class Submission:
 def student_id_from_flat_name(path: Path) -> str:
     """The student id of a file in a flat folder, from the prefix its LMS export wrote (see identity.py).
 
-    ``"jdoe_1234_5678_toy_bpe.ipynb" -> "jdoe"`` (Canvas); ``"toy-correct.ipynb" -> "toy-correct"``;
-    ``"bob_zzz_toy_bpe.ipynb" -> "bob_zzz"`` (a name of the student's own choosing is not cut short)
+    >>> student_id_from_flat_name(Path("jdoe_1234_5678_toy_bpe.ipynb"))  # Canvas
+    'jdoe'
+    >>> student_id_from_flat_name(Path("toy-correct.ipynb"))
+    'toy-correct'
+    >>> student_id_from_flat_name(Path("bob_zzz_toy_bpe.ipynb"))  # a name of the student's own choosing is not cut short
+    'bob_zzz'
     """
     return identify(Path(Path(path).name), tuple(all_labs())).student_id
 

@@ -2,7 +2,7 @@
 
 Text is first pre-tokenized the way GPT-2 does it: split into words with GPT-2's regular
 expression, every byte mapped to a printable character, so a leading space shows up as
-``Ġ`` (``" is" -> "Ġis"``). There is no end-of-word symbol: the space belongs to the
+``Ġ`` (``" is"`` becomes ``"Ġis"``). There is no end-of-word symbol: the space belongs to the
 *next* word. Training then works on distinct words weighted by how often they occur:
 
 * the vocabulary starts as ``["<|endoftext|>"]`` followed by the sorted characters of the
@@ -16,7 +16,8 @@ expression, every byte mapped to a printable character, so a leading space shows
 
 Merges are a dict ``{(a, b): a + b}`` whose insertion order is the order they were learned,
 as in the course. This module is the reference the hidden tests of the ``gpt2_bpe`` lab
-compare student code against: keep it obviously correct, not fast.
+compare student code against: keep it obviously correct, not fast. The lab's names are kept
+here; the work is done by ``base``.
 
     >>> word_freqs = compute_word_freqs(["ab ab b"])
     >>> word_freqs
@@ -31,45 +32,49 @@ compare student code against: keep it obviously correct, not fast.
 """
 from __future__ import annotations
 
-from tokenizers.pre_tokenizers import ByteLevel
+from collections import Counter
 
-# The most frequent pair, on a tie the one counted first (the course's loop): the same rule in every lab.
-from autograder.reference.char_bpe import most_frequent_pair
+from autograder.reference import base
+from autograder.reference.base import Pair, apply_merges, count_pairs, most_frequent_pair, pretokenize_gpt2
 
 SPECIAL_TOKEN = "<|endoftext|>"
 
-Pair = tuple[str, str]
 Splits = dict[str, list[str]]
-
-# GPT-2's pre-tokenizer: the same settings `AutoTokenizer.from_pretrained("gpt2")` uses,
-# without downloading anything.
-_GPT2_PRE_TOKENIZER = ByteLevel(add_prefix_space=False)
 
 
 def pre_tokenize(text: str) -> list[str]:
-    """GPT-2's words of ``text``, spaces shown as ``Ġ``: ``"a  b." -> ["a", "Ġ", "Ġb", "."]``."""
-    return [word for word, _offsets in _GPT2_PRE_TOKENIZER.pre_tokenize_str(text)]
+    """GPT-2's words of ``text``, spaces shown as ``Ġ`` (``base.pretokenize_gpt2``).
+
+    >>> pre_tokenize("a  b.")
+    ['a', 'Ġ', 'Ġb', '.']
+    """
+    return pretokenize_gpt2(text)
 
 
 def compute_word_freqs(corpus: list[str]) -> dict[str, int]:
     """Count pre-tokenized words over all texts, keys in the order words first appear.
 
-    ``["a b", "b"] -> {"a": 1, "Ġb": 1, "b": 1}``
+    >>> compute_word_freqs(["a b", "b"])
+    {'a': 1, 'Ġb': 1, 'b': 1}
     """
-    word_freqs: dict[str, int] = {}
-    for text in corpus:
-        for word in pre_tokenize(text):
-            word_freqs[word] = word_freqs.get(word, 0) + 1
-    return word_freqs
+    return dict(Counter(word for text in corpus for word in pre_tokenize(text)))
 
 
 def build_alphabet(word_freqs: dict[str, int]) -> list[str]:
-    """Every character used in the words, once each, sorted: ``{"ba": 2, "Ġa": 1} -> ["a", "b", "Ġ"]``."""
+    """Every character used in the words, once each, sorted.
+
+    >>> build_alphabet({"ba": 2, "Ġa": 1})
+    ['a', 'b', 'Ġ']
+    """
     return sorted({character for word in word_freqs for character in word})
 
 
 def initial_splits(word_freqs: dict[str, int]) -> Splits:
-    """Each word split into its characters: ``{"Ġab": 1} -> {"Ġab": ["Ġ", "a", "b"]}``."""
+    """Each word split into its characters.
+
+    >>> initial_splits({"Ġab": 1})
+    {'Ġab': ['Ġ', 'a', 'b']}
+    """
     return {word: list(word) for word in word_freqs}
 
 
@@ -78,37 +83,26 @@ def compute_pair_freqs(splits: Splits, word_freqs: dict[str, int]) -> dict[Pair,
 
     Keys are in the order pairs are first counted (words in ``word_freqs`` order, left to right).
 
-    ``({"aaa": ["a", "a", "a"], "ab": ["a", "b"]}, {"aaa": 2, "ab": 1}) -> {("a", "a"): 4, ("a", "b"): 1}``
+    >>> compute_pair_freqs({"aaa": ["a", "a", "a"], "ab": ["a", "b"]}, {"aaa": 2, "ab": 1})
+    {('a', 'a'): 4, ('a', 'b'): 1}
     """
-    pair_freqs: dict[Pair, int] = {}
-    for word, freq in word_freqs.items():
-        split = splits[word]
-        for pair in zip(split, split[1:]):
-            pair_freqs[pair] = pair_freqs.get(pair, 0) + freq
-    return pair_freqs
+    return dict(count_pairs((splits[word], freq) for word, freq in word_freqs.items()))
 
 
 def merge_word(split: list[str], a: str, b: str) -> list[str]:
     """Join each ``a`` followed by ``b``, left to right, never overlapping.
 
-    ``(["a", "a", "a"], "a", "a") -> ["aa", "a"]``
+    >>> merge_word(["a", "a", "a"], "a", "a")
+    ['aa', 'a']
     """
-    merged: list[str] = []
-    i = 0
-    while i < len(split):
-        if i + 1 < len(split) and split[i] == a and split[i + 1] == b:
-            merged.append(a + b)
-            i += 2
-        else:
-            merged.append(split[i])
-            i += 1
-    return merged
+    return base.merge_pair(split, (a, b))
 
 
 def merge_pair(a: str, b: str, splits: Splits, word_freqs: dict[str, int]) -> Splits:
     """Apply the merge ``(a, b)`` to the split of every word of ``word_freqs``; return new splits.
 
-    ``("a", "b", {"abab": ["a", "b", "a", "b"]}, {"abab": 1}) -> {"abab": ["ab", "ab"]}``
+    >>> merge_pair("a", "b", {"abab": ["a", "b", "a", "b"]}, {"abab": 1})
+    {'abab': ['ab', 'ab']}
     """
     merged = dict(splits)
     for word in word_freqs:
@@ -143,12 +137,8 @@ def tokenize(text: str, merges: dict[Pair, str]) -> list[str]:
 
     Characters no merge touches stay as they are (unknown ones included).
 
-    ``("ab b", {("a", "b"): "ab"}) -> ["ab", "Ġ", "b"]``
+    >>> tokenize("ab b", {("a", "b"): "ab"})
+    ['ab', 'Ġ', 'b']
     """
-    tokens: list[str] = []
-    for word in pre_tokenize(text):
-        split = list(word)
-        for a, b in merges:
-            split = merge_word(split, a, b)
-        tokens.extend(split)
-    return tokens
+    pairs = [(a, b) for a, b in merges]  # in the order learned
+    return [token for word in pre_tokenize(text) for token in apply_merges(list(word), pairs)]

@@ -5,6 +5,7 @@ adjacent symbols into one. The most frequent pair is merged first, and on equal 
 the pair seen first in corpus order wins (the order ``Counter`` remembers when the
 pairs are counted word by word, left to right). This module is the reference the hidden
 tests of those labs compare student code against: keep it obviously correct, not fast.
+The labs' names are kept here; the work is done by ``base``.
 
     >>> corpus, vocab = bpe_initialize(["a aa"])
     >>> corpus
@@ -17,25 +18,27 @@ from __future__ import annotations
 
 from collections import Counter
 
-END_OF_WORD = "</w>"
+from autograder.reference.base import (END_OF_WORD, Pair, apply_merges, count_pairs,  # noqa: F401 (the labs' names)
+                                       merge_pair, most_frequent_pair, word_to_symbols)
 
 Word = list[str]
-Pair = tuple[str, str]
+
+# The labs' name for ``base.merge_pair``: join each occurrence of a pair, left to right, never overlapping.
+merge_pair_in_word = merge_pair
 
 
 def split_words(text: str, keep_empty: bool = False) -> list[str]:
-    """Words of a text split on single spaces, empty strings dropped: ``"a  b" -> ["a", "b"]``.
+    """Words of a text split on single spaces, empty strings dropped.
 
-    With ``keep_empty`` the empty strings that double spaces make stay, as in DeepMind's lab
-    (``"a  b" -> ["a", "", "b"]``): each becomes the word ``["</w>"]``, which has no pair, so the
-    merges are the same either way.
+    With ``keep_empty`` the empty strings that double spaces make stay, as in DeepMind's lab:
+    each becomes the word ``["</w>"]``, which has no pair, so the merges are the same either way.
+
+    >>> split_words("a  b")
+    ['a', 'b']
+    >>> split_words("a  b", keep_empty=True)
+    ['a', '', 'b']
     """
     return [word for word in text.split(" ") if word or keep_empty]
-
-
-def word_to_symbols(word: str) -> Word:
-    """``"low" -> ["l", "o", "w", "</w>"]``."""
-    return list(word) + [END_OF_WORD]
 
 
 def bpe_initialize(dataset: list[str], keep_empty: bool = False) -> tuple[list[Word], list[str]]:
@@ -43,7 +46,8 @@ def bpe_initialize(dataset: list[str], keep_empty: bool = False) -> tuple[list[W
 
     The vocabulary lists every symbol once, in the order it first appears.
 
-    ``["ab a"] -> ([["a", "b", "</w>"], ["a", "</w>"]], ["a", "b", "</w>"])``
+    >>> bpe_initialize(["ab a"])
+    ([['a', 'b', '</w>'], ['a', '</w>']], ['a', 'b', '</w>'])
     """
     corpus = [word_to_symbols(word) for text in dataset for word in split_words(text, keep_empty)]
     vocabulary = list(dict.fromkeys(symbol for word in corpus for symbol in word))
@@ -53,39 +57,10 @@ def bpe_initialize(dataset: list[str], keep_empty: bool = False) -> tuple[list[W
 def get_pair_frequencies(corpus: list[Word]) -> Counter:
     """Count adjacent symbol pairs inside each word, in corpus order.
 
-    ``[["a", "a", "a", "</w>"]] -> Counter({("a", "a"): 2, ("a", "</w>"): 1})``
+    >>> get_pair_frequencies([["a", "a", "a", "</w>"]])
+    Counter({('a', 'a'): 2, ('a', '</w>'): 1})
     """
-    counts: Counter = Counter()
-    for word in corpus:
-        for pair in zip(word, word[1:]):
-            counts[pair] += 1
-    return counts
-
-
-def merge_pair_in_word(word: Word, pair: Pair) -> Word:
-    """Replace each occurrence of ``pair`` by the joined symbol, left to right, never overlapping.
-
-    ``(["a", "a", "a", "</w>"], ("a", "a")) -> ["aa", "a", "</w>"]``
-    """
-    merged: Word = []
-    i = 0
-    while i < len(word):
-        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
-            merged.append(word[i] + word[i + 1])
-            i += 2
-        else:
-            merged.append(word[i])
-            i += 1
-    return merged
-
-
-def most_frequent_pair(counts: Counter) -> Pair | None:
-    """The pair with the highest count; on a tie the one counted first. ``None`` when empty."""
-    best, best_count = None, 0
-    for pair, count in counts.items():
-        if count > best_count:
-            best, best_count = pair, count
-    return best
+    return count_pairs((word, 1) for word in corpus)
 
 
 def learn_bpe(dataset: list[str], num_merges: int, keep_empty: bool = False) -> tuple[list[Pair], list[str], list[Word]]:
@@ -93,6 +68,14 @@ def learn_bpe(dataset: list[str], num_merges: int, keep_empty: bool = False) -> 
 
     The vocabulary is the initial one followed by each merged symbol in the order learned.
     Stops early when no word has two symbols left.
+
+    >>> merges, vocabulary, corpus = learn_bpe(["ab ab b"], 5)  # 2 merges: then every word is one symbol
+    >>> merges
+    [('b', '</w>'), ('a', 'b</w>')]
+    >>> vocabulary
+    ['a', 'b', '</w>', 'b</w>', 'ab</w>']
+    >>> corpus
+    [['ab</w>'], ['ab</w>'], ['b</w>']]
     """
     corpus, vocabulary = bpe_initialize(dataset, keep_empty)
     merges: list[Pair] = []
@@ -109,12 +92,7 @@ def learn_bpe(dataset: list[str], num_merges: int, keep_empty: bool = False) -> 
 def tokenize(text: str, merges: list[Pair], keep_empty: bool = False) -> list[str]:
     """Tokenize each word of ``text`` by applying ``merges`` in the order they were learned.
 
-    ``("aaa", [("a", "a")]) -> ["aa", "a", "</w>"]``
+    >>> tokenize("aaa", [("a", "a")])
+    ['aa', 'a', '</w>']
     """
-    tokens: list[str] = []
-    for word in split_words(text, keep_empty):
-        symbols = word_to_symbols(word)
-        for pair in merges:
-            symbols = merge_pair_in_word(symbols, pair)
-        tokens.extend(symbols)
-    return tokens
+    return [token for word in split_words(text, keep_empty) for token in apply_merges(word_to_symbols(word), merges)]

@@ -40,9 +40,9 @@ from operator import mul
 
 import numpy as np
 
-from autograder.reference.pretokenize import (BYTE_OF_CHARACTER, count_pretokens, count_words,
-                                               count_words_parallel, split_on_special_tokens, symbol_bytes)
-from autograder.reference.simple_trainer import END_OF_WORD, Pair, check_arguments
+from autograder.reference.base import BYTE_OF_CHARACTER, END_OF_WORD, Pair, symbol_bytes
+from autograder.reference.pretokenize import count_pretokens, count_words, count_words_parallel, split_on_special_tokens
+from autograder.reference.simple_trainer import check_arguments
 
 SEPARATOR = -1  # between words: never part of a pair
 MERGED_AWAY = -2  # the right half of a merged spot
@@ -61,7 +61,8 @@ class _Places:
     so the positions of ``(x, z)`` are picked out of the merge's positions the first time
     that pair is asked for.
 
-    ``_Places(np.array([3, 8, 9]), np.array([7, 5, 7])).of(7) -> array([3, 9])``
+    >>> _Places(np.array([3, 8, 9]), np.array([7, 5, 7])).of(7).tolist()
+    [3, 9]
     """
 
     __slots__ = ("positions", "neighbours")
@@ -80,7 +81,10 @@ def _every_other_in_runs(positions: np.ndarray, next_pos: np.ndarray) -> np.ndar
     takes the 1st and 3rd. A run is a stretch of places each starting where the previous
     one's right ``a`` is; every other place from the start of each run is kept.
 
-    positions ``[0, 1, 2, 3, 7]`` (one run of four, then one alone) -> ``[0, 2, 7]``
+    One run of four, then one alone (``next_pos`` of a position is the next one):
+
+    >>> _every_other_in_runs(np.array([0, 1, 2, 3, 7]), np.arange(1, 10)).tolist()
+    [0, 2, 7]
     """
     follows = np.zeros(len(positions), dtype=bool)
     follows[1:] = next_pos[positions[:-1]] == positions[1:]
@@ -121,8 +125,12 @@ class _Trainer:
                       end_of_word: bool) -> None:
         """Fill ``symbols`` (ids, separators), ``weight`` (its word's count at each position) and the links.
 
-        ``text`` is the words joined. ``["ab", "b"]`` with counts 2, 1 (char mode; a=0, b=1, </w>=2) ->
-        ``symbols == [0, 1, 2, -1, 1, 2, -1]``, ``weight == [2, 2, 2, 2, 1, 1, 1]``
+        ``text`` is the words joined. In char mode, with a=0, b=1, </w>=2 (the weights are floats
+        while every sum stays exact in float64):
+
+        >>> trainer = _Trainer({"ab": 2, "b": 1}, "char", "first", num_merges=0)
+        >>> trainer.symbols.tolist(), trainer.weight.tolist()
+        ([0, 1, 2, -1, 1, 2, -1], [2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0])
         """
         code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
         id_of_code_point = np.zeros(ord(characters[-1]) + 1, dtype=np.int32)
@@ -151,9 +159,14 @@ class _Trainer:
 
         Returns each pair's first position, in the order of ``pair_counts``.
 
-        ``symbols == [0, 1, 2, -1, 1, 2, -1]``, weights 2, 1 (width 3) ->
-        ``pair_counts == {1: 2, 5: 3}`` (``(0, 1)`` twice, ``(1, 2)`` 2 + 1 times),
-        places of pair 1 ``[0]``, of pair 5 ``[1, 4]``; returns ``[0, 1]``
+        With ``symbols == [0, 1, 2, -1, 1, 2, -1]``, weights 2, 1 and width 3, pair 1 is
+        ``(0, 1)`` (twice), pair 5 is ``(1, 2)`` (2 + 1 times):
+
+        >>> trainer = _Trainer({"ab": 2, "b": 1}, "char", "first", num_merges=0)
+        >>> trainer._index_pairs()
+        [0, 1]
+        >>> trainer.pair_counts, {pair: places[0].tolist() for pair, places in trainer.places.items()}
+        ({1: 2, 5: 3}, {1: [0], 5: [1, 4]})
         """
         symbols, width = self.symbols, self.width
         left, right = symbols[:-1], symbols[1:]
@@ -186,8 +199,13 @@ class _Trainer:
     def _inverted(self, string: str) -> tuple:
         """``string``'s code points (bytes in byte mode) negated, then 1: smaller exactly when ``string`` is greater.
 
-        ``"ab" -> (-97, -98, 1)``; ``"abc" -> (-97, -98, -99, 1)`` comes first, as ``"abc" > "ab"``.
-        In byte mode ``"Ġ" -> (-32, 1)`` (the space), in char mode ``(-288, 1)`` (U+0120).
+        ``"abc"`` comes first, as ``"abc" > "ab"``; ``"Ġ"`` is the space in byte mode, U+0120 in char mode:
+
+        >>> char = _Trainer({"abc": 1, "Ġ": 1}, "char", "lexicographic", num_merges=0)
+        >>> char._inverted("ab"), char._inverted("abc"), char._inverted("Ġ")
+        ((-97, -98, 1), (-97, -98, -99, 1), (-288, 1))
+        >>> _Trainer({"Ġ": 1}, "byte", "lexicographic", num_merges=0)._inverted("Ġ")
+        (-32, 1)
         """
         rank_of = self.rank_of
         return tuple([-rank_of(character) for character in string] + [1])
@@ -245,7 +263,12 @@ class _Trainer:
         return best
 
     def _sums_by_symbol(self, ids: np.ndarray, weights: np.ndarray) -> tuple[list[int], list[int]]:
-        """Distinct ids and the sum of the weights of each: ``([7, 2, 7], [1, 5, 3]) -> ([2, 7], [5, 4])``."""
+        """Distinct ids and the sum of the weights of each.
+
+        >>> trainer = _Trainer({"abcdefgh": 1}, "char", "first", num_merges=0)
+        >>> trainer._sums_by_symbol(np.array([7, 2, 7]), np.array([1.0, 5.0, 3.0]))
+        ([2, 7], [5, 4])
+        """
         if self.exact_in_float:
             sums = np.bincount(ids, weights)
         else:
@@ -337,9 +360,10 @@ def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",
               tie: str = "first", verbose: bool = False) -> list[Pair]:
     """Learn up to ``num_merges`` merges, exactly as ``simple_trainer.train_bpe`` does.
 
-    ``verbose`` prints one line per merge: ``merge 12/1000: ('e', '</w>') -> 'e</w>' (count 4821)``.
+    ``verbose`` prints one line per merge (see the module's example).
 
-    ``({"aaa": 1}, 5) -> [("a", "a"), ("aa", "a"), ("aaa", "</w>")]``
+    >>> train_bpe({"aaa": 1}, 5)
+    [('a', 'a'), ('aa', 'a'), ('aaa', '</w>')]
     """
     check_arguments(word_counts, num_merges, mode, tie)
     merges: list[Pair] = []
@@ -367,7 +391,11 @@ def train_bpe_on_text(text: str, num_merges: int, mode: str = "char", tie: str =
     ``special_tokens`` (``["<|endoftext|>"]``, say) cut the text where they occur and are
     dropped, so that no merge spans one. ``parallel_count`` counts whitespace words on two
     cores (a forked process; avoid it in programs that run threads).
-    ``("low low lower", 1) -> [("l", "o")]``
+
+    >>> train_bpe_on_text("low low lower", 1)
+    [('l', 'o')]
+    >>> train_bpe_on_text("hug<|endoftext|>hug", 2, special_tokens=["<|endoftext|>"])
+    [('h', 'u'), ('hu', 'g')]
     """
     if mode == "byte":
         word_counts = count_pretokens(text, special_tokens)
@@ -390,7 +418,11 @@ def train_byte_level_bpe(text: str, vocab_size: int, special_tokens: tuple[str, 
     does: ``vocab`` maps ids to bytes (the 256 bytes, then the special tokens, then one
     token per merge, fewer if the text runs out of pairs); ``merges`` are pairs of bytes.
 
-    ``("hug hug", 258) -> merges [(b"u", b"g"), (b"h", b"ug")]``
+    >>> vocab, merges = train_byte_level_bpe("hug hug", 258)
+    >>> merges
+    [(b'u', b'g'), (b'h', b'ug')]
+    >>> len(vocab), vocab[32], vocab[256], vocab[257]
+    (258, b' ', b'ug', b'hug')
     """
     num_merges = vocab_size - BYTES - len(special_tokens)
     if num_merges < 0:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-Pair = tuple[str, str]
+from autograder.reference.base import Pair, most_frequent_pair
 
 # How much of the unmatched text an error message shows.
 SHOWN_IN_ERRORS = 30
@@ -30,9 +30,15 @@ SHOWN_IN_ERRORS = 30
 def tokenize(chunk: str, vocab: list[str]) -> list[str]:
     """Split ``chunk`` into vocabulary tokens, always taking the longest token that fits.
 
-    ``("abcd", ["a", "ab", "abc", "bcd", "d"]) -> ["abc", "d"]``: at position 0 the longest
-    match is ``abc`` even though ``a`` + ``bcd`` would also cover the text.
-    Raises ``ValueError`` naming the rest of the chunk when no token starts a position.
+    At position 0 the longest match is ``abc`` even though ``a`` + ``bcd`` would also cover
+    the text. Raises ``ValueError`` naming the rest of the chunk when no token starts a position.
+
+    >>> tokenize("abcd", ["a", "ab", "abc", "bcd", "d"])
+    ['abc', 'd']
+    >>> tokenize("abx", ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    ValueError: no token of the vocabulary matches the start of 'x'
     """
     tokens: list[str] = []
     position = 0
@@ -49,14 +55,19 @@ def tokenize(chunk: str, vocab: list[str]) -> list[str]:
 
 
 def get_base_vocab(chunks: list[str] | str) -> list[str]:
-    """The distinct characters of all chunks (or of one text), sorted: ``["ba", "ab!"] -> ["!", "a", "b"]``."""
+    """The distinct characters of all chunks (or of one text), sorted.
+
+    >>> get_base_vocab(["ba", "ab!"])
+    ['!', 'a', 'b']
+    """
     return sorted(set("".join(chunks)))
 
 
 def to_pairs(chunk: str, vocab: list[str]) -> list[Pair]:
     """Adjacent pairs of the chunk's tokens, left to right, overlapping.
 
-    ``("aaa", ["a"]) -> [("a", "a"), ("a", "a")]``
+    >>> to_pairs("aaa", ["a"])
+    [('a', 'a'), ('a', 'a')]
     """
     tokens = tokenize(chunk, vocab)
     return list(zip(tokens, tokens[1:]))
@@ -65,8 +76,10 @@ def to_pairs(chunk: str, vocab: list[str]) -> list[Pair]:
 def count_pairs(chunks: list[str], vocab: list[str]) -> Counter:
     """Count the pairs of every chunk, chunks in order: the ``Counter`` keeps first-seen order.
 
-    ``(["ab", "ba"], ["a", "b"]) -> Counter({("a", "b"): 1, ("b", "a"): 1})``; the pair
-    ``("b", "b")`` that joining the chunks would create is not counted.
+    The pair ``("b", "b")`` that joining the chunks would create is not counted:
+
+    >>> count_pairs(["ab", "ba"], ["a", "b"])
+    Counter({('a', 'b'): 1, ('b', 'a'): 1})
     """
     counts: Counter = Counter()
     for chunk in chunks:
@@ -77,13 +90,12 @@ def count_pairs(chunks: list[str], vocab: list[str]) -> Counter:
 def next_most_frequent_pair(chunks: list[str], vocab: list[str]) -> Pair | None:
     """The most frequent pair; on equal counts the one seen first. ``None`` when there is no pair.
 
-    ``(["ab", "ba"], ["a", "b"]) -> ("a", "b")`` (a tie, and ``("a", "b")`` comes first).
+    >>> next_most_frequent_pair(["ab", "ba"], ["a", "b"])  # a tie: ("a", "b") comes first
+    ('a', 'b')
+    >>> next_most_frequent_pair(["a", "b"], ["a", "b"]) is None
+    True
     """
-    best, best_count = None, 0
-    for pair, count in count_pairs(chunks, vocab).items():
-        if count > best_count:
-            best, best_count = pair, count
-    return best
+    return most_frequent_pair(count_pairs(chunks, vocab))
 
 
 def build_vocab(chunks: list[str], target_size: int = 256) -> list[str]:
@@ -95,7 +107,8 @@ def build_vocab(chunks: list[str], target_size: int = 256) -> list[str]:
     The new token is never already in the vocabulary: if ``left + right`` were, the greedy
     tokenizer would have taken it instead of ``left``.
 
-    ``(["abab", "ab"], 5) -> ["a", "b", "ab", "abab"]``
+    >>> build_vocab(["abab", "ab"], 5)  # then each chunk is one token
+    ['a', 'b', 'ab', 'abab']
     """
     vocab = get_base_vocab(chunks)
     while len(vocab) < target_size:

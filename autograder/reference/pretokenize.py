@@ -12,8 +12,8 @@ Two ways of cutting text into words:
   pre-tokenizer reproduces it offline, so nothing is downloaded. Special tokens such as
   ``<|endoftext|>`` cut the text first: no pre-token spans one, and none is counted.
 
-``symbol_bytes`` turns such a printable string back into the bytes it stands for; the
-byte-level tie rule compares those bytes (``Ġ`` is U+0120 as a character, 0x20 as a byte).
+``symbol_bytes`` (from ``base``) turns such a printable string back into the bytes it stands
+for; the byte-level tie rule compares those bytes (``Ġ`` is U+0120 as a character, 0x20 as a byte).
 
     >>> count_words("the cat the")
     {'the': 2, 'cat': 1}
@@ -31,9 +31,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from tokenizers.pre_tokenizers import ByteLevel
-
-_GPT2_PRE_TOKENIZER = ByteLevel(add_prefix_space=False)
+from autograder.reference.base import (BYTE_CHARACTERS, BYTE_OF_CHARACTER,  # noqa: F401 (the trainers' names)
+                                       pretokenize_gpt2, symbol_bytes)
 
 # Below this size a second process costs more (fork, pickling the counts back) than it saves.
 PARALLEL_MIN_CHARS = 4_000_000
@@ -42,51 +41,21 @@ PARALLEL_MIN_CHARS = 4_000_000
 def count_words(text: str) -> dict[str, int]:
     """Whitespace-separated words and their counts, in order of first occurrence.
 
-    ``"b a b" -> {"b": 2, "a": 1}``
+    >>> count_words("b a b")
+    {'b': 2, 'a': 1}
     """
     return dict(Counter(text.split()))  # Counter is a dict: it keeps first-insertion order
-
-
-def pretokenize_gpt2(text: str) -> list[str]:
-    """GPT-2's pre-tokens of ``text``: ``"a  b." -> ["a", "Ġ", "Ġb", "."]``."""
-    return [piece for piece, _offsets in _GPT2_PRE_TOKENIZER.pre_tokenize_str(text)]
-
-
-def _gpt2_byte_characters() -> list[str]:
-    """The printable character GPT-2 shows for each byte 0..255.
-
-    Bytes that print as themselves in Latin-1 (``!``..``~``, ``¡``..``¬``, ``®``..``ÿ``) keep
-    their character; the other 68 (controls, space, 0x7F..0xA0, soft hyphen) take U+0100,
-    U+0101, ... in byte order: the space, 0x20, is the 33rd, ``Ġ`` (U+0120).
-    """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    characters, next_free = [], 256
-    for byte in range(256):
-        if byte in printable:
-            characters.append(chr(byte))
-        else:
-            characters.append(chr(next_free))
-            next_free += 1
-    return characters
-
-
-BYTE_CHARACTERS = _gpt2_byte_characters()
-BYTE_OF_CHARACTER = {character: byte for byte, character in enumerate(BYTE_CHARACTERS)}
-
-
-def symbol_bytes(symbol: str) -> bytes:
-    """The bytes a byte-level symbol stands for: ``"Ġa" -> b" a"``, ``"Ã©" -> "é".encode()``.
-
-    Raises ``KeyError`` on a character that is not one of GPT-2's 256 byte characters.
-    """
-    return bytes([BYTE_OF_CHARACTER[character] for character in symbol])
 
 
 def split_on_special_tokens(text: str, special_tokens: Iterable[str] = ()) -> list[str]:
     """The pieces of ``text`` between special tokens, which are dropped.
 
     A longer special token wins over one it starts with.
-    ``("a<|endoftext|>b", ["<|endoftext|>"]) -> ["a", "b"]``
+
+    >>> split_on_special_tokens("a<|endoftext|>b", ["<|endoftext|>"])
+    ['a', 'b']
+    >>> split_on_special_tokens("a<|x|><|x|>b", ["<|x|>", "<|x|><|x|>"])
+    ['a', 'b']
     """
     specials = sorted(set(special_tokens), key=len, reverse=True)
     if not specials:
@@ -98,7 +67,10 @@ def count_pretokens(text: str, special_tokens: Iterable[str] = ()) -> dict[str, 
     """GPT-2 pre-tokens and their counts, in order of first occurrence.
 
     Special tokens cut the text and are not counted (CS336's rule: nothing is merged
-    across them). ``"a a" -> {"a": 1, "Ġa": 1}``
+    across them).
+
+    >>> count_pretokens("a a")
+    {'a': 1, 'Ġa': 1}
     """
     counts: Counter = Counter()
     for piece in split_on_special_tokens(text, special_tokens):
@@ -129,7 +101,8 @@ def count_words_parallel(text: str) -> dict[str, int]:
     then the words that first appear in the second half, in theirs. Falls back to one core
     for short texts or where ``fork`` is not available.
 
-    ``"b a b" -> {"b": 2, "a": 1}``
+    >>> count_words_parallel("b a b")
+    {'b': 2, 'a': 1}
     """
     global _TEXT_FOR_CHILD
     if len(text) < PARALLEL_MIN_CHARS or "fork" not in multiprocessing.get_all_start_methods():

@@ -7,7 +7,7 @@ Input: word counts ``{word: count}`` whose insertion order is the order in which
 words first appear in the corpus (``pretokenize.count_words`` makes one).
 
 * ``mode="char"``: a word is its characters followed by a separate end-of-word symbol
-  ``</w>``: ``"low" -> ["l", "o", "w", "</w>"]``.
+  ``</w>`` (``"low"`` is ``l o w </w>``).
 * ``mode="byte"``: a word is a GPT-2 pre-token (``pretokenize.count_pretokens``), already
   written with one printable character per byte (``"Ġlow"``); its symbols are those
   characters and there is no end-of-word symbol. Any other character is refused.
@@ -36,20 +36,28 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference.char_bpe import merge_pair_in_word
-from autograder.reference.pretokenize import BYTE_OF_CHARACTER, symbol_bytes
+from autograder.reference import base
+from autograder.reference.base import Pair, merge_pair, symbol_bytes
 
-END_OF_WORD = "</w>"
 MODES = ("char", "byte")
 TIES = ("first", "lexicographic")
 
-Pair = tuple[str, str]
+# ``base.count_pairs``: weighted pair counts, filled word by word, left to right (the fast_bpe lab's name).
+count_pairs = base.count_pairs
+# ``base.merge_pair``: join each occurrence of a pair, left to right, never overlapping.
+merge_symbols = merge_pair
 
 
 def word_symbols(word: str, mode: str = "char") -> list[str]:
-    """``"low" -> ["l", "o", "w", "</w>"]`` (char mode); ``"Ġlow" -> ["Ġ", "l", "o", "w"]`` (byte mode)."""
+    """A word's symbols: with ``</w>`` in char mode, its byte characters alone in byte mode.
+
+    >>> word_symbols("low")
+    ['l', 'o', 'w', '</w>']
+    >>> word_symbols("Ġlow", mode="byte")
+    ['Ġ', 'l', 'o', 'w']
+    """
     if mode == "char":
-        return list(word) + [END_OF_WORD]
+        return base.word_to_symbols(word)
     if mode == "byte":
         return list(word)
     raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -67,28 +75,17 @@ def check_arguments(word_counts: dict[str, int], num_merges: int, mode: str, tie
         if not word or type(count) is not int or count <= 0:
             raise ValueError(f"every word must be non-empty with a positive int count: {word!r}: {count!r}")
     if mode == "byte":
-        others = set("".join(word_counts)).difference(BYTE_OF_CHARACTER)
+        others = set("".join(word_counts)).difference(base.BYTE_OF_CHARACTER)
         if others:
             raise ValueError(f"byte mode takes GPT-2's byte characters only (pretokenize.count_pretokens "
                              f"writes them), not {sorted(others)[:5]!r}")
 
 
-def count_pairs(words: list[tuple[list[str], int]]) -> Counter:
-    """Weighted pair counts, filled word by word, left to right.
-
-    ``[(["a", "a", "a"], 2), (["b", "a"], 1)] -> Counter({("a", "a"): 4, ("b", "a"): 1})``
-    """
-    counts: Counter = Counter()
-    for symbols, count in words:
-        for pair in zip(symbols, symbols[1:]):
-            counts[pair] += count
-    return counts
-
-
 def tie_key(pair: Pair, mode: str = "char") -> tuple:
     """What ``tie="lexicographic"`` compares: the strings (char mode), the bytes (byte mode).
 
-    ``("Ġ", "a")`` -> ``("Ġ", "a")`` in char mode, ``(b" ", b"a")`` in byte mode.
+    >>> tie_key(("Ġ", "a")), tie_key(("Ġ", "a"), mode="byte")
+    (('Ġ', 'a'), (b' ', b'a'))
     """
     return pair if mode == "char" else (symbol_bytes(pair[0]), symbol_bytes(pair[1]))
 
@@ -96,29 +93,27 @@ def tie_key(pair: Pair, mode: str = "char") -> tuple:
 def best_pair(counts: Counter, tie: str = "first", mode: str = "char") -> Pair | None:
     """The pair to merge next, ``None`` when there is none.
 
-    ``Counter({("a", "b"): 2, ("c", "d"): 2})`` -> ``("a", "b")`` with ``tie="first"``
-    (counted first), ``("c", "d")`` with ``tie="lexicographic"`` (greater).
-    ``Counter({("Ġ", "a"): 2, ("z", "a"): 2})`` with ``tie="lexicographic"`` -> ``("Ġ", "a")``
-    in char mode (U+0120 > "z"), ``("z", "a")`` in byte mode (0x20 < 0x7A).
+    >>> counts = Counter({("a", "b"): 2, ("c", "d"): 2})
+    >>> best_pair(counts, tie="first"), best_pair(counts, tie="lexicographic")  # counted first; greater
+    (('a', 'b'), ('c', 'd'))
+    >>> counts = Counter({("Ġ", "a"): 2, ("z", "a"): 2})  # U+0120 > "z" as characters, 0x20 < 0x7A as bytes
+    >>> best_pair(counts, tie="lexicographic"), best_pair(counts, tie="lexicographic", mode="byte")
+    (('Ġ', 'a'), ('z', 'a'))
     """
-    if not counts:
-        return None
     if tie == "first":
-        return max(counts, key=counts.__getitem__)  # max keeps the first maximal key
-    return max(counts.items(), key=lambda item: (item[1], tie_key(item[0], mode)))[0]
-
-
-# Join each occurrence of a pair, left to right, never overlapping:
-# ``(["a", "a", "a", "</w>"], ("a", "a")) -> ["aa", "a", "</w>"]``.
-merge_symbols = merge_pair_in_word
+        return base.most_frequent_pair(counts)
+    return base.most_frequent_pair(counts, tie_key=lambda pair: tie_key(pair, mode))
 
 
 def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",
               tie: str = "first") -> list[Pair]:
     """Learn up to ``num_merges`` merges; stop early when no word has two symbols left.
 
-    ``({"aaa": 1}, 5) -> [("a", "a"), ("aa", "a"), ("aaa", "</w>")]``: ``aa a </w>`` has two
-    pairs counted once each, and ``("aa", "a")`` comes first; then one symbol is left.
+    After ``("a", "a")``, ``aa a </w>`` has two pairs counted once each, and ``("aa", "a")``
+    comes first; after the third merge one symbol is left:
+
+    >>> train_bpe({"aaa": 1}, 5)
+    [('a', 'a'), ('aa', 'a'), ('aaa', '</w>')]
     """
     check_arguments(word_counts, num_merges, mode, tie)
     words = [(word_symbols(word, mode), count) for word, count in word_counts.items()]

@@ -15,34 +15,20 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference.char_bpe import (
-    Pair,
-    bpe_initialize,
-    merge_pair_in_word,
-    most_frequent_pair,
-    split_words,
-    word_to_symbols,
-)
+from autograder.reference.base import Pair, count_pairs, merge_pair, most_frequent_pair, word_to_symbols
+from autograder.reference.char_bpe import bpe_initialize, split_words
+
+# The lab's name for ``base.count_pairs``: each (symbols, frequency) entry adds its frequency per pair.
+weighted_pair_frequencies = count_pairs
 
 
 def word_frequencies(dataset: list[str]) -> dict[str, int]:
     """Distinct words in the order they first appear, with their counts.
 
-    ``["b a b"] -> {"b": 2, "a": 1}``
+    >>> word_frequencies(["b a b"])
+    {'b': 2, 'a': 1}
     """
     return dict(Counter(word for text in dataset for word in split_words(text)))
-
-
-def weighted_pair_frequencies(words: list[tuple[list[str], int]]) -> Counter:
-    """Count adjacent pairs of each (symbols, frequency) entry, adding the frequency each time.
-
-    ``[(["a", "a", "</w>"], 3)] -> Counter({("a", "a"): 3, ("a", "</w>"): 3})``
-    """
-    counts: Counter = Counter()
-    for symbols, frequency in words:
-        for pair in zip(symbols, symbols[1:]):
-            counts[pair] += frequency
-    return counts
 
 
 def learn_bpe_weighted(dataset: list[str], num_merges: int) -> tuple[list[Pair], list[str]]:
@@ -56,5 +42,5 @@ def learn_bpe_weighted(dataset: list[str], num_merges: int) -> tuple[list[Pair],
             break
         merges.append(pair)
         vocabulary.append(pair[0] + pair[1])
-        words = [(merge_pair_in_word(symbols, pair), frequency) for symbols, frequency in words]
+        words = [(merge_pair(symbols, pair), frequency) for symbols, frequency in words]
     return merges, vocabulary

@@ -8,6 +8,7 @@ its count, so a pair inside a word that occurs 5 times counts 5. The most freque
 is merged first; on equal counts the pair seen first wins when the vocabulary is
 scanned in insertion order, each word left to right. This module is the reference the
 hidden tests of that lab compare student code against: keep it obviously correct, not fast.
+The pairs are counted and merged by ``base``; the vocabulary stays Sennrich's strings.
 
     >>> merges, vocab = learn_bpe({"low": 5, "lower": 2, "newest": 6, "widest": 3}, 2)
     >>> merges
@@ -25,15 +26,13 @@ from collections import Counter
 
 import yaml
 
-# The most frequent pair, on a tie the one counted first: the same rule in every lab.
-from autograder.reference.char_bpe import merge_pair_in_word, most_frequent_pair
+from autograder.reference import base
+from autograder.reference.base import END_OF_WORD, Pair, count_pairs, most_frequent_pair
 
-END_OF_WORD = "</w>"
 FRONT_MATTER_DELIMITER = "---"
 FRONT_MATTER_FIELDS = ("title", "author", "publisher", "tags", "summary")
 MIN_STEM = 3  # "red" and "sing" are not "r" + "ed" and "s" + "ing"
 
-Pair = tuple[str, str]
 Vocab = dict[str, int]
 
 
@@ -44,7 +43,10 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
     exactly ``---``; it is the lines between them and the body is everything after the
     closing line. Otherwise the whole text is the body. The body is stripped.
 
-    ``"---\\ntitle: A\\n---\\n\\nHi\\n" -> ("title: A", "Hi")``; ``"Hi" -> (None, "Hi")``
+    >>> split_front_matter("---\\ntitle: A\\n---\\n\\nHi\\n")
+    ('title: A', 'Hi')
+    >>> split_front_matter("Hi")
+    (None, 'Hi')
     """
     lines = text.splitlines()
     if lines and lines[0] == FRONT_MATTER_DELIMITER and FRONT_MATTER_DELIMITER in lines[1:]:
@@ -54,7 +56,11 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
 
 
 def words_of(text: str) -> list[str]:
-    """Lowercase word tokens: ``"Don't STOP" -> ["don", "t", "stop"]``."""
+    """Lowercase word tokens.
+
+    >>> words_of("Don't STOP")
+    ['don', 't', 'stop']
+    """
     return re.findall(r"\w+", text.lower())
 
 
@@ -64,7 +70,10 @@ def process_document(text: str) -> tuple[dict, str, list[str]]:
     Metadata is the front matter parsed by ``yaml.safe_load``, ``{}`` when there is none
     or it is empty. Tokens are the body's lowercase words.
 
-    ``"---\\ntags: [a, b]\\n---\\nHello, World" -> ({"tags": ["a", "b"]}, "Hello, World", ["hello", "world"])``
+    >>> process_document("---\\ntags: [a, b]\\n---\\nHello, World")
+    ({'tags': ['a', 'b']}, 'Hello, World', ['hello', 'world'])
+    >>> process_document("---\\n---\\nHi")
+    ({}, 'Hi', ['hi'])
     """
     front_matter, body = split_front_matter(text)
     metadata = yaml.safe_load(front_matter) if front_matter is not None else None
@@ -74,7 +83,8 @@ def process_document(text: str) -> tuple[dict, str, list[str]]:
 def build_corpus(documents: list[str]) -> dict[str, int]:
     """Count body words over all documents, keys in order of first appearance.
 
-    ``["---\\ntitle: X\\n---\\nb a b", "a c"] -> {"b": 2, "a": 2, "c": 1}``
+    >>> build_corpus(["---\\ntitle: X\\n---\\nb a b", "a c"])
+    {'b': 2, 'a': 2, 'c': 1}
     """
     counts: Counter = Counter()
     for text in documents:
@@ -83,26 +93,30 @@ def build_corpus(documents: list[str]) -> dict[str, int]:
 
 
 def word_to_symbols(word: str) -> str:
-    """Sennrich's vocabulary key of a word: ``"low" -> "l o w </w>"``."""
-    return " ".join(list(word) + [END_OF_WORD])
+    """Sennrich's vocabulary key of a word: its symbols joined by spaces.
+
+    >>> word_to_symbols("low")
+    'l o w </w>'
+    """
+    return " ".join(base.word_to_symbols(word))
 
 
 def initial_vocab(word_freqs: dict[str, int]) -> Vocab:
-    """``{"low": 5} -> {"l o w </w>": 5}``."""
+    """Sennrich's vocabulary of word counts.
+
+    >>> initial_vocab({"low": 5})
+    {'l o w </w>': 5}
+    """
     return {word_to_symbols(word): count for word, count in word_freqs.items()}
 
 
 def get_stats(vocab: Vocab) -> dict[Pair, int]:
     """Count adjacent symbol pairs, each word weighted by its count, in scan order.
 
-    ``{"a a a </w>": 2, "b a </w>": 1} -> {("a", "a"): 4, ("a", "</w>"): 3, ("b", "a"): 1}``
+    >>> get_stats({"a a a </w>": 2, "b a </w>": 1})
+    {('a', 'a'): 4, ('a', '</w>'): 3, ('b', 'a'): 1}
     """
-    pairs: dict[Pair, int] = {}
-    for word, count in vocab.items():
-        symbols = word.split()
-        for pair in zip(symbols, symbols[1:]):
-            pairs[pair] = pairs.get(pair, 0) + count
-    return pairs
+    return dict(count_pairs((word.split(), count) for word, count in vocab.items()))
 
 
 def merge_vocab(pair: Pair, vocab: Vocab) -> Vocab:
@@ -112,7 +126,8 @@ def merge_vocab(pair: Pair, vocab: Vocab) -> Vocab:
     leaves ``"e st"`` and ``"ne s"`` alone; ``re.escape`` makes ``.`` or ``+`` literal, and
     a function replacement keeps a ``\\`` in the symbol literal.
 
-    ``(("e", "s"), {"n e w e s t </w>": 6, "e st </w>": 1}) -> {"n e w es t </w>": 6, "e st </w>": 1}``
+    >>> merge_vocab(("e", "s"), {"n e w e s t </w>": 6, "e st </w>": 1})
+    {'n e w es t </w>': 6, 'e st </w>': 1}
     """
     pattern = re.compile(r"(?<!\S)" + re.escape(" ".join(pair)) + r"(?!\S)")
     merged = pair[0] + pair[1]
@@ -124,7 +139,8 @@ def learn_bpe(word_freqs: dict[str, int], num_merges: int) -> tuple[list[Pair], 
 
     Stops early when no word has two symbols left.
 
-    ``({"ab": 1, "cd": 3}, 1) -> ([("c", "d")], {"a b </w>": 1, "cd </w>": 3})``
+    >>> learn_bpe({"ab": 1, "cd": 3}, 1)
+    ([('c', 'd')], {'a b </w>': 1, 'cd </w>': 3})
     """
     vocab = initial_vocab(word_freqs)
     merges: list[Pair] = []
@@ -137,16 +153,17 @@ def learn_bpe(word_freqs: dict[str, int], num_merges: int) -> tuple[list[Pair], 
     return merges, vocab
 
 
-def apply_merges(symbols: list[str], merges: list[Pair]) -> list[str]:
-    """Apply merges in the order learned: ``(["a", "b", "c"], [("b", "c")]) -> ["a", "bc"]``."""
-    for pair in merges:
-        symbols = merge_pair_in_word(symbols, pair)
-    return symbols
+# Apply merges in the order learned (``base.apply_merges``).
+apply_merges = base.apply_merges
 
 
 def tokenize(text: str, merges: list[Pair]) -> list[str]:
-    """Plain BPE tokens of the lowercase words of ``text``: ``("ab", [("a", "b")]) -> ["ab", "</w>"]``."""
-    return [token for word in words_of(text) for token in apply_merges(list(word) + [END_OF_WORD], merges)]
+    """Plain BPE tokens of the lowercase words of ``text``.
+
+    >>> tokenize("Ab", [("a", "b")])
+    ['ab', '</w>']
+    """
+    return [token for word in words_of(text) for token in apply_merges(base.word_to_symbols(word), merges)]
 
 
 # --- the protected lexicon -------------------------------------------------------------
@@ -155,7 +172,10 @@ def tokenize(text: str, merges: list[Pair]) -> list[str]:
 def split_suffix(word: str, morphemes: list[str]) -> tuple[str, str]:
     """Split off the longest morpheme that ends ``word`` with at least ``MIN_STEM`` characters before it.
 
-    ``("walking", ["ing", "ed"]) -> ("walk", "ing")``; ``("sing", ["ing"]) -> ("sing", "")``
+    >>> split_suffix("walking", ["ing", "ed"])
+    ('walk', 'ing')
+    >>> split_suffix("sing", ["ing"])
+    ('sing', '')
     """
     for morpheme in sorted(morphemes, key=len, reverse=True):
         if morpheme and word.endswith(morpheme) and len(word) - len(morpheme) >= MIN_STEM:
@@ -164,7 +184,11 @@ def split_suffix(word: str, morphemes: list[str]) -> tuple[str, str]:
 
 
 def protected_symbols(word: str, morphemes: list[str]) -> str:
-    """Vocabulary key with the suffix as one symbol: ``"walking" -> "w a l k ing</w>"``."""
+    """Vocabulary key with the suffix as one symbol.
+
+    >>> protected_symbols("walking", ["ing"])
+    'w a l k ing</w>'
+    """
     stem, suffix = split_suffix(word, morphemes)
     if suffix:
         return " ".join(list(stem) + [suffix + END_OF_WORD])
@@ -176,7 +200,8 @@ def learn_bpe_protected(
 ) -> tuple[list[Pair], Vocab]:
     """``learn_bpe`` where suffix symbols such as ``ing</w>`` are frozen: no merge involves one.
 
-    ``({"walking": 2, "talking": 1}, 1, ["ing"]) -> ([("a", "l")], {"w al k ing</w>": 2, "t al k ing</w>": 1})``
+    >>> learn_bpe_protected({"walking": 2, "talking": 1}, 1, ["ing"])
+    ([('a', 'l')], {'w al k ing</w>': 2, 't al k ing</w>': 1})
     """
     frozen = {morpheme + END_OF_WORD for morpheme in morphemes if morpheme}
     vocab = {protected_symbols(word, morphemes): count for word, count in word_freqs.items()}
@@ -192,7 +217,11 @@ def learn_bpe_protected(
 
 
 def entity_words(entity: str) -> list[str]:
-    """How an entity is matched: ``"Port Halden" -> ["port", "halden"]``."""
+    """How an entity is matched: its lowercase words.
+
+    >>> entity_words("Port Halden")
+    ['port', 'halden']
+    """
     return words_of(entity)
 
 
@@ -207,8 +236,8 @@ def tokenize_protected(
     characters and the suffix follows as ``suffix + "</w>"``; a word without suffix is
     tokenized as usual (characters and ``</w>``).
 
-    ``("Port Halden walking", [("a", "l")], ["port halden"], ["ing"])
-    -> ["port halden</w>", "w", "al", "k", "ing</w>"]``
+    >>> tokenize_protected("Port Halden walking", [("a", "l")], ["port halden"], ["ing"])
+    ['port halden</w>', 'w', 'al', 'k', 'ing</w>']
     """
     entity_list = sorted((entity_words(e) for e in entities), key=len, reverse=True)
     entity_list = [e for e in entity_list if e]
