@@ -83,6 +83,7 @@ class GradeResult:
     seconds: float = 0.0
     isolation: str | None = None  # how the student's kernel was isolated
     restarts: int = 0  # kernel restarts it took
+    kernels: int = 0  # kernels it took: 1, or 2 when hidden tests had to run at their cells' places
     traceback: str | None = None  # the grader's own, for the instructor, when status is grader_error
     identity: str = ""  # set by the batch: who handed the file in, when the export names needed telling apart
     sources: str | None = None  # set by the batch: the digest of the course files it was graded with

@@ -19,7 +19,7 @@ def graded() -> GradeResult:
                "learn": PartScore("learn", 0.5, 3.0, "on a hidden test input, your code raised KeyError")},
         integrity=[IntegrityEvent("moved", "learn_solution", "the cell stood elsewhere")],
         cells=[CellEvent("cell 9", "added", "error", "NameError: name 'x' is not defined")],
-        seconds=7.25, isolation="landlock-abi7+netns+seccomp+uid", restarts=1, identity="late", sources="cd" * 32)
+        seconds=7.25, isolation="landlock-abi7+netns+seccomp+uid", restarts=1, kernels=1, identity="late", sources="cd" * 32)
 
 
 def test_a_result_survives_json_text_unchanged():
@@ -43,7 +43,7 @@ def test_a_result_file_written_before_the_typed_result_still_reads():
            "status": "empty_file", "message": "the file is empty", "score": None, "max_score": None, "parts": {},
            "integrity": [], "cells": [], "seconds": 0.01, "sources": "cd" * 32, "identity": ""}
     result = GradeResult.from_json(old)
-    assert (result.status, result.isolation, result.restarts, result.traceback) == ("empty_file", None, 0, None)
+    assert (result.status, result.isolation, result.restarts, result.kernels, result.traceback) == ("empty_file", None, 0, 0, None)
     # a part entry as check.PartResult wrote it, before visible_check was added
     part = {"part_id": "merge", "score": 0, "max_score": 2, "message": "not yet"}
     assert GradeResult.from_json({**old, "parts": {"merge": part}}).parts["merge"].visible_check == ""
