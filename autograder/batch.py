@@ -3,8 +3,8 @@
 Each finished result is written at once to ``OUT/results/`` (atomically, with a checksum keyed
 outside OUT) and to the gradebook, so an interrupted run loses nothing: the next run skips files
 whose stored result is intact and was made for the same file content and the same course files
-(see resume.py). Workers (local processes or a Dask cluster) only grade and return plain data;
-this process alone writes files and the gradebook.
+(see resume.py). Workers (local processes or a Dask cluster) only grade and return a
+``GradeResult``; this process alone writes files and the gradebook.
 
 Whatever a file does (a 50,000-deep JSON nesting, a worker killed or stopped, a result that cannot
 be recorded), it costs that file's row only: the batch always ends with exactly one row per file.
@@ -25,11 +25,12 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from autograder.course import CourseChanged, CourseGuard, course_files
-from autograder.grade import GRADER_ERROR, Settings, error_result, grade_file
+from autograder.grade import Settings, error_result, grade_file
 from autograder.identity import Roster
-from autograder.intake import DUPLICATE, file_sha256, find_submissions, read_submission
-from autograder.resume import load_key, sign, trusted
-from autograder.workers import WORKER_LOST, WorkerPool
+from autograder.intake import file_sha256, find_submissions, read_submission
+from autograder.result import DUPLICATE, GRADER_ERROR, WORKER_LOST, GradeResult
+from autograder.resume import load_key, signed, trusted
+from autograder.workers import WorkerPool
 
 __all__ = ["grade_folder", "plan", "write_reports", "CourseChanged", "InsecureScheduler"]
 
@@ -50,14 +51,11 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(handle.name, path)
 
 
-def _planned_row(path: Path, identity, status: str, message: str, lab: str | None = None) -> dict:
-    row = error_result(path, identity.student_id, status, message)
-    row["lab"] = lab
-    row["identity"] = identity.note
-    return row
+def _planned_row(path: Path, identity, status: str, message: str, lab: str | None = None) -> GradeResult:
+    return replace(error_result(path, identity.student_id, status, message), lab=lab, identity=identity.note)
 
 
-def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tuple[Path, str, str]], list[dict], list[str]]:
+def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tuple[Path, str, str]], list[GradeResult], list[str]]:
     """Files to grade (file, student, identity note), rows for files that are not graded (a file
     that loses to a later one of the same student and lab, a student not on the roster, a file
     that could not even be read), and the labs the files belong to.
@@ -91,7 +89,7 @@ def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tupl
     return sorted(to_grade), rows, lab_ids
 
 
-def _lost_row(args: tuple, reason: str) -> dict:
+def _lost_row(args: tuple, reason: str) -> GradeResult:
     path, student, _ = args
     return error_result(path, student, WORKER_LOST, f"grading this file stopped its grader: {reason}")
 
@@ -155,21 +153,20 @@ def _run_dask(jobs, settings: Settings, scheduler: str, security=None):
                 yield error_result(path, student, WORKER_LOST, f"the Dask worker grading this file failed ({type(error).__name__})")
 
 
-def _record(recorder, result: dict) -> dict:
+def _record(recorder, result: GradeResult) -> GradeResult:
     """Write the result to the gradebook; if it cannot be, the row says so (and nothing is half-kept)."""
     try:
         recorder.record(result)
     except Exception as error:
-        failed = error_result(Path(result.get("file", "?")), str(result.get("student_id")), GRADER_ERROR,
+        failed = error_result(Path(result.file), result.student_id, GRADER_ERROR,
                               f"the result could not be recorded in the gradebook ({type(error).__name__}: {str(error)[:200]})")
-        failed.update(lab=result.get("lab"), sha256=result.get("sha256"))
-        return failed
+        return replace(failed, lab=result.lab, sha256=result.sha256)
     return result
 
 
 def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Settings(), workers: int = 1,
                  scheduler: str | None = None, db_path: Path | None = None, progress: bool = True,
-                 roster: Roster | None = None, security=None, course: CourseGuard | None = None) -> list[dict]:
+                 roster: Roster | None = None, security=None, course: CourseGuard | None = None) -> list[GradeResult]:
     """Grade every notebook under ``submissions_dir`` into ``out_dir``; returns all results, one per file.
 
     ``workers`` local grading processes (0: in this process), or a Dask cluster at ``scheduler``
@@ -195,11 +192,11 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     for path, student, _ in jobs:
         saved = result_path(out_dir, path, submissions_dir)
         try:
-            previous = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else None
-            reuse = previous is not None and trusted(previous, key, file_sha256(path), course.digest)
+            previous = trusted(json.loads(saved.read_text(encoding="utf-8")), key, file_sha256(path),
+                               course.digest) if saved.exists() else None
         except Exception:  # a damaged or planted result file: grade again
-            reuse = False
-        if reuse:
+            previous = None
+        if previous is not None:
             results.append(_record(recorder, previous))  # idempotent: a run stopped right after the file was written
             continue
         pending.append((path, student))
@@ -215,14 +212,13 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     try:
         for result in runner:
             course.check()  # before anything of this result is kept
-            result["sources"] = course.digest
-            result["identity"] = notes.get(Path(result["file"]), "")
+            result = replace(result, sources=course.digest, identity=notes.get(Path(result.file), ""))
             result = _record(recorder, result)  # first: a result file means "recorded", so resume may trust it
-            if result["status"] != GRADER_ERROR or "recorded" not in result["message"]:
-                _write_atomically(result_path(out_dir, Path(result["file"]), submissions_dir),
-                                  json.dumps(sign(result, key), indent=1))
+            if result.status != GRADER_ERROR or "recorded" not in result.message:
+                _write_atomically(result_path(out_dir, Path(result.file), submissions_dir),
+                                  json.dumps(signed(result, key), indent=1))
             results.append(result)
-            bar.set_postfix_str(f"{result['student_id']}: {result['status']} in {result['seconds']:.1f}s")
+            bar.set_postfix_str(f"{result.student_id}: {result.status} in {result.seconds:.1f}s")
             bar.update()
     finally:
         bar.close()
@@ -233,7 +229,7 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     return results
 
 
-def write_reports(results: list[dict], out_dir: Path, painter=None) -> None:
+def write_reports(results: list[GradeResult], out_dir: Path, painter=None) -> None:
     """grades.csv first (it must exist whatever happens), then feedback pages and the class report;
     a result whose page cannot be made costs that page only."""
     from autograder import report
@@ -245,7 +241,7 @@ def write_reports(results: list[dict], out_dir: Path, painter=None) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(report.feedback_html(result), encoding="utf-8", errors="replace")
         except Exception:
-            print(f"no feedback page for {result.get('file')}:\n{traceback.format_exc(limit=5)}", file=sys.stderr)
+            print(f"no feedback page for {result.file}:\n{traceback.format_exc(limit=5)}", file=sys.stderr)
     try:
         report.class_report(results, out_dir, painter)
     except Exception:

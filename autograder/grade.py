@@ -1,7 +1,7 @@
-"""Grade one submission: intake -> repair -> execute -> check -> a result made of plain data.
+"""Grade one submission: intake -> repair -> execute -> check -> a :class:`~autograder.result.GradeResult`.
 
 ``grade_file`` is what every worker runs (a local process, a Dask worker): it takes a path and
-settings, returns a JSON-able dict, and never raises for a bad notebook.
+settings, returns a ``GradeResult``, and never raises for a bad notebook.
 
 No hidden input may reach the feedback in any form (printed reversed, joined with dots,
 remembered and raised later), so everything a student is shown of their own code's output is
@@ -20,7 +20,7 @@ import re
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from autograder import REPO_ROOT
@@ -29,9 +29,9 @@ from autograder.intake import read_submission
 from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
 from autograder.labs import get_lab, release_cells
 from autograder.repair import Step, repair
+from autograder.result import GRADER_ERROR, GradeResult, MalformedResult
 
 DEFAULT_DATA_DIR = REPO_ROOT / "data" / "standins"
-GRADER_ERROR = "grader_error"
 
 
 @dataclass(frozen=True)
@@ -130,46 +130,46 @@ class Redactor:
         return text
 
 
-def grade_file(path: Path, student_id: str, settings: Settings = Settings(), attempts: int = 2) -> dict:
+def grade_file(path: Path, student_id: str, settings: Settings = Settings(), attempts: int = 2) -> GradeResult:
     """Grade one file, within ``--notebook-timeout`` for everything (both kernels, restarts and
     replays, a retry included). A grader failure (say, a kernel that would not start on an
     overloaded machine) is retried once if time is left, before it becomes a ``grader_error`` row."""
     started = time.monotonic()
     for _ in range(attempts):
         result = _guarded(path, student_id, settings, started)
-        if result["status"] != GRADER_ERROR or time.monotonic() - started > settings.limits.notebook_seconds / 2:
+        if result.status != GRADER_ERROR or time.monotonic() - started > settings.limits.notebook_seconds / 2:
             break
-    result["seconds"] = round(time.monotonic() - started, 3)
-    return result
+    return replace(result, seconds=round(time.monotonic() - started, 3))
 
 
 def _empty_result(path: Path, student_id: str) -> dict:
-    return {"student_id": student_id, "file": str(path), "sha256": None, "lab": None, "status": GRADER_ERROR,
-            "message": "", "score": None, "max_score": None, "parts": {}, "integrity": [], "cells": [], "seconds": 0.0}
+    """What ``_grade`` fills in: the JSON data of a result with nothing found yet."""
+    return GradeResult(student_id, str(path)).to_json()
 
 
-def error_result(path: Path, student_id: str, status: str, message: str) -> dict:
+def error_result(path: Path, student_id: str, status: str, message: str) -> GradeResult:
     """The row of a file that could not be graded, for reasons outside the file's own grading."""
-    result = _empty_result(path, student_id)
-    result["status"], result["message"] = status, message
-    return result
+    return GradeResult(student_id, str(path), status=status, message=message)
 
 
-def _guarded(path: Path, student_id: str, settings: Settings, started: float) -> dict:
+def _guarded(path: Path, student_id: str, settings: Settings, started: float) -> GradeResult:
     """Every step for one file; whatever it raises (RecursionError, MemoryError, a bug of ours)
     costs this file's row only."""
-    result = _empty_result(path, student_id)
+    found = _empty_result(path, student_id)
     try:
-        _grade(Path(path), student_id, settings, started, result)
+        _grade(Path(path), student_id, settings, started, found)
+        return GradeResult.from_json(found)
     except Exception as error:
-        result["status"] = GRADER_ERROR
-        result["message"] = f"this file could not be graded ({type(error).__name__}: {str(error)[:300]})"
-        result["parts"], result["score"] = {}, None
+        message = f"this file could not be graded ({type(error).__name__}: {str(error)[:300]})"
         try:
-            result["traceback"] = traceback.format_exc(limit=20)[-5000:]
+            trace = traceback.format_exc(limit=20)[-5000:]
         except Exception:
-            pass
-    return result
+            trace = None
+    try:  # what was found before the failure stays: the lab, the file's hash, the integrity report, the cells that ran
+        partial = GradeResult.from_json({**found, "status": GRADER_ERROR})
+    except MalformedResult:  # what _grade filled in is itself what failed
+        partial = GradeResult(student_id, str(path))
+    return replace(partial, status=GRADER_ERROR, message=message, parts={}, score=None, traceback=trace)
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,7 +1,7 @@
 """Record results in nbgrader's gradebook (the embedded SQLite database by default).
 
 Scores go where ``nbgrader autograde`` would put them, so ``nbgrader export``, formgrader and
-the rest of nbgrader's tooling see them. Only the main process writes: workers return plain data.
+the rest of nbgrader's tooling see them. Only the main process writes: workers return results.
 
 nbgrader is imported only inside the functions that use it: importing it (with SQLAlchemy,
 alembic, setuptools) and creating a gradebook cost about 2 CPU-seconds, as much as grading a
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from autograder.background import Background, BackgroundLost
 from autograder.labs import all_labs, get_lab
+from autograder.result import GradeResult
 
 
 def _alembic_head() -> str:
@@ -73,24 +74,24 @@ def prepare(db_path: Path, lab_ids: list[str] | None = None) -> None:
         register_labs(db_path, missing)
 
 
-def record(db_path: Path, result: dict) -> None:
+def record(db_path: Path, result: GradeResult) -> None:
     """Write one graded result: the student, the submission, and each part's auto score."""
-    if result.get("status") != "graded":
+    if not result.graded:
         return
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning
 
     from autograder.build import db_url_for
 
-    lab = get_lab(result["lab"])
+    lab = get_lab(result.lab)
     with Gradebook(db_url_for(db_path)) as gradebook, warnings.catch_warnings():
         # nbgrader's own submission code trips SQLAlchemy's autoflush warning; the rows are right.
         warnings.simplefilter("ignore", SAWarning)
-        gradebook.update_or_create_student(result["student_id"])
-        gradebook.update_or_create_submission(lab.lab_id, result["student_id"])
-        for part_id, part in result["parts"].items():
-            grade = gradebook.find_grade(part_id, lab.lab_id, lab.lab_id, result["student_id"])
-            grade.auto_score = part["score"]
+        gradebook.update_or_create_student(result.student_id)
+        gradebook.update_or_create_submission(lab.lab_id, result.student_id)
+        for part_id, part in result.parts.items():
+            grade = gradebook.find_grade(part_id, lab.lab_id, lab.lab_id, result.student_id)
+            grade.auto_score = part.score
             grade.needs_manual_grade = False
         gradebook.db.commit()
 
@@ -133,7 +134,7 @@ def _prepare_in_background(db_path: Path, lab_ids: list[str] | None) -> None:
     prepare(db_path, lab_ids)  # looked up when called: a test may have replaced it
 
 
-def _record_in_background(db_path: Path, result: dict) -> None:
+def _record_in_background(db_path: Path, result: GradeResult) -> None:
     record(db_path, result)
 
 
@@ -181,7 +182,7 @@ class Recorder:
         if self.failed is not None:
             raise self.failed
 
-    def record(self, result: dict) -> None:
+    def record(self, result: GradeResult) -> None:
         try:
             self._prepared_in_background()
             self.helper.call(_record_in_background, self.db_path, result)

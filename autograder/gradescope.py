@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autograder import REPO_ROOT
+from autograder.result import GRADED, GRADER_ERROR, NO_NOTEBOOK, GradeResult, PartScore
 
 ROOT_VARIABLE = "BPE_LABS_GRADESCOPE_ROOT"
 DEFAULT_ROOT = Path("/autograder")
@@ -160,49 +161,48 @@ def _shortened(text: str, limit: int = OUTPUT_LIMIT) -> str:
     return text[:limit] + f"\n… ({len(text) - limit:,} more characters not shown)"
 
 
-def part_output(entry: dict) -> str:
+def part_output(part: PartScore) -> str:
     """What the HTML feedback says about one part: the hidden tests' message and the notebook's own check."""
-    text = entry.get("message", "")
-    if entry.get("visible_check"):
-        text += f"\n\nYour notebook's own check on the example said:\n{entry['visible_check']}"
+    text = part.message
+    if part.visible_check:
+        text += f"\n\nYour notebook's own check on the example said:\n{part.visible_check}"
     return _shortened(text)
 
 
-def summary(result: dict, lab) -> str:
+def summary(result: GradeResult, lab) -> str:
     """The submission-wide text: the score, or why there is none, and what was done to the notebook."""
-    status = result.get("status")
-    if status == "graded":
-        lines = [f"{lab.title}: {_points(result['score'])} / {_points(lab.max_score)} points.",
+    if result.status == GRADED:
+        lines = [f"{lab.title}: {_points(result.score)} / {_points(lab.max_score)} points.",
                  "Each test below is one graded part. The autograder ran your functions on inputs you have not seen; "
                  "a part earns its points when every check passes."]
-    elif status == "grader_error":
+    elif result.status == GRADER_ERROR:
         lines = ["The autograder could not grade this notebook because of a problem of its own, not of your code. "
                  "Please tell your instructor; you may also submit again."]
     else:
-        lines = [f"This submission could not be graded: {result.get('message')}"]
-    problems = [cell for cell in result.get("cells", []) if cell.get("kind") != "given"]
+        lines = [f"This submission could not be graded: {result.message}"]
+    problems = [cell for cell in result.cells if cell.kind != "given"]
     if problems:
         lines += ["", "Cells that did not run:"]
-        lines += [f"- {cell['cell']} ({cell['kind']}): {cell['status']} — {cell['error']}" for cell in problems]
-    if result.get("integrity"):
+        lines += [f"- {cell.cell} ({cell.kind}): {cell.status} — {cell.error}" for cell in problems]
+    if result.integrity:
         lines += ["", "Changes to the notebook's structure (the autograder put the lab back in shape):"]
-        lines += [f"- {event['event']} · {event['cell']}: {event['detail']}" for event in result["integrity"]]
+        lines += [f"- {event.event} · {event.cell}: {event.detail}" for event in result.integrity]
     return _shortened("\n".join(lines))
 
 
-def to_results(result: dict, lab, visibility: str = "visible") -> dict:
+def to_results(result: GradeResult, lab, visibility: str = "visible") -> dict:
     """Gradescope's results.json for one graded (or ungradable) submission."""
     tests = []
     for number, part in enumerate(lab.parts, start=1):
-        entry = result.get("parts", {}).get(part.part_id)
-        if entry is None:
+        graded = result.parts.get(part.part_id)
+        if graded is None:
             score, output = 0, "This part was not graded: see the message above the tests."
         else:
-            score, output = entry["score"], part_output(entry)
+            score, output = graded.score, part_output(graded)
         tests.append({"name": part.part_id, "number": str(number), "score": score, "max_score": part.points,
                       "status": "passed" if score >= part.points else "failed", "visibility": visibility,
                       "output": output, "output_format": "text"})
-    return {"score": result.get("score") or 0, "output": summary(result, lab), "output_format": "text",
+    return {"score": result.score or 0, "output": summary(result, lab), "output_format": "text",
             "visibility": visibility, "stdout_visibility": "hidden", "tests": tests}
 
 
@@ -216,17 +216,17 @@ def grade_submission(root: Path) -> dict:
     lab = get_lab(config.lab)
     notebook, problem = find_notebook(root / "submission")
     if notebook is None:
-        result = {"status": "no_notebook", "message": problem, "score": 0, "parts": {}}
+        result = GradeResult(STUDENT_ID, str(root / "submission"), status=NO_NOTEBOOK, message=problem)
     else:
         # The whole Gradescope root is off limits to the student's kernel: the hidden tests in
         # source/, this submission's results/ (results.json must come from the grader alone).
         settings = Settings(limits=Limits(**config.limits), data_dir=REPO_ROOT / config.data_dir,
                             part_seconds=config.part_seconds, denied=(Path(root).resolve(),))
         result = grade_file(notebook, STUDENT_ID, settings)
-        print(f"graded {notebook.name}: {result['status']}, score {result['score']} / {result['max_score']}, "
-              f"{result['seconds']:.1f} s, kernel isolation: {result.get('isolation') or 'unknown'}")
-        if result["status"] == "grader_error":  # for the instructor: stdout is hidden from students
-            print(result.get("traceback") or result.get("message"))
+        print(f"graded {notebook.name}: {result.status}, score {result.score} / {result.max_score}, "
+              f"{result.seconds:.1f} s, kernel isolation: {result.isolation or 'unknown'}")
+        if result.status == GRADER_ERROR:  # for the instructor: stdout is hidden from students
+            print(result.traceback or result.message)
     return to_results(result, lab, config.visibility)
 
 

@@ -26,10 +26,10 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from autograder.result import NOT_ON_ROSTER
+
 CANVAS = re.compile(r"^(?P<name>[^_]+)_(?P<late>LATE_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<upload>.+?)(?:-(?P<again>\d+))?$")
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<upload>.*)$")
-
-NOT_ON_ROSTER = "not_on_roster"
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,9 @@ import nbformat
 
 from autograder.identity import Identity, Roster, identify, tell_apart
 from autograder.labs import all_labs, nbgrader_meta, release_cells
+# Statuses of a row that could not be graded (named here for this module's callers too).
+from autograder.result import DUPLICATE, EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, TOO_LARGE, UNKNOWN_LAB  # noqa: F401
 
-# Statuses of a row that could not be graded; "graded" otherwise.
-EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, DUPLICATE = "empty_file", "invalid_json", "not_a_notebook", "unknown_lab", "duplicate"
-TOO_LARGE = "file_too_large"
 # The nbgrader cell metadata the grader reads, and the types nbgrader writes.
 NBGRADER_FIELD_TYPES = {"grade_id": str, "solution": bool, "grade": bool, "locked": bool, "points": (int, float),
                         "cell_type": str, "checksum": str, "task": bool}

@@ -14,6 +14,7 @@ from pathlib import Path
 from jinja2 import Environment
 
 from autograder.labs import all_labs
+from autograder.result import GRADED, GradeResult
 
 # matplotlib is imported by class_report only, and pandas nowhere: together they take longer to
 # import (1.2 CPU-s) than this module takes to write every report of a small class. A batch
@@ -43,23 +44,24 @@ def _sort_key(row: dict) -> tuple:
     return tuple((row.get(key) is None, str(row.get(key) or "")) for key in ("student_id", "lab", "file"))
 
 
-def grades_rows(results: list[dict]) -> list[dict]:
-    """One row per submission: ids, status, scores, one column per part, integrity and error."""
+def grades_rows(results: list[GradeResult]) -> list[dict]:
+    """One row per submission (column -> value): ids, status, scores, one column per part, integrity and error."""
     rows = []
     for result in results:
-        row = {key: result.get(key) for key in BASE_COLUMNS}
-        for part_id, part in result.get("parts", {}).items():
-            row[part_id] = part["score"]
-        row["integrity"] = "; ".join(f"{e['event']} {e['cell']}" for e in result.get("integrity", []))
-        row["error"] = result.get("message", "")
-        row["isolation"] = result.get("isolation") or "unknown"
-        row["identity"] = result.get("identity", "")
-        row["seconds"] = result.get("seconds")
+        row = {"student_id": result.student_id, "lab": result.lab, "file": result.file, "status": result.status,
+               "score": result.score, "max_score": result.max_score}
+        for part_id, part in result.parts.items():
+            row[part_id] = part.score
+        row["integrity"] = "; ".join(f"{e.event} {e.cell}" for e in result.integrity)
+        row["error"] = result.message
+        row["isolation"] = result.isolation or "unknown"
+        row["identity"] = result.identity
+        row["seconds"] = result.seconds
         rows.append({key: _csv_safe(value) for key, value in row.items()})
     return sorted(rows, key=_sort_key)
 
 
-def write_grades_csv(results: list[dict], path: Path) -> None:
+def write_grades_csv(results: list[GradeResult], path: Path) -> None:
     """grades.csv: ``grades_columns()``, one row per submission, an empty cell for a missing value."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
@@ -69,7 +71,7 @@ def write_grades_csv(results: list[dict], path: Path) -> None:
                          for row in grades_rows(results))
 
 
-def grades_text(results: list[dict]) -> str:
+def grades_text(results: list[GradeResult]) -> str:
     """The grades as plain-text tables, one per lab, with that lab's columns only (for the terminal).
 
     A column is left out when no row of the lab has a value in it; ``file`` and ``integrity``
@@ -103,11 +105,11 @@ td,th{padding:.35rem .6rem;border-bottom:1px solid #ddd;vertical-align:top;text-
 .ok{color:#137333}.no{color:#b3261e}pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;margin:.2rem 0}</style></head>
 <body><h1>{{ title }}</h1>
 <p>Student: <b>{{ r.student_id }}</b> · file: {{ file_name }}</p>
-{% if r.status != 'graded' %}<p class="no">This file could not be graded: {{ r.message }}</p>
+{% if not r.graded %}<p class="no">This file could not be graded: {{ r.message }}</p>
 {% else %}<p>Score: <b>{{ fmt(r.score) }} / {{ fmt(r.max_score) }}</b></p>
 <table><tr><th>part</th><th>points</th><th>what the autograder found</th></tr>
 {% for part_id, p in r.parts.items() %}<tr><td>{{ part_id }}</td>
-<td class="{{ 'ok' if p.score >= p.max_score else 'no' }}">{{ '✅' if p.score >= p.max_score else '❌' }} {{ fmt(p.score) }} / {{ fmt(p.max_score) }}</td>
+<td class="{{ 'ok' if p.passed else 'no' }}">{{ '✅' if p.passed else '❌' }} {{ fmt(p.score) }} / {{ fmt(p.max_score) }}</td>
 <td>{{ p.message }}{% if p.visible_check %}<br>Your notebook's own check on the example said:<pre>{{ p.visible_check }}</pre>{% endif %}</td></tr>
 {% endfor %}</table>
 {% if problems %}<h2>Cells that did not run</h2><ul>{% for c in problems %}<li>{{ c.cell }} ({{ c.kind }}): {{ c.status }} — {{ c.error }}</li>{% endfor %}</ul>{% endif %}
@@ -121,11 +123,11 @@ def _fmt(value) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def feedback_html(result: dict) -> str:
+def feedback_html(result: GradeResult) -> str:
     labs = all_labs()
-    title = f"Feedback: {labs[result['lab']].title}" if result.get("lab") in labs else "Feedback"
-    problems = [c for c in result.get("cells", []) if c["kind"] != "given"]
-    return FEEDBACK.render(r=result, title=title, file_name=Path(result["file"]).name, problems=problems, fmt=_fmt)
+    title = f"Feedback: {labs[result.lab].title}" if result.lab in labs else "Feedback"
+    problems = [c for c in result.cells if c.kind != "given"]
+    return FEEDBACK.render(r=result, title=title, file_name=Path(result.file).name, problems=problems, fmt=_fmt)
 
 
 def _path_safe(text: str) -> str:
@@ -134,9 +136,9 @@ def _path_safe(text: str) -> str:
     return safe[:120]
 
 
-def feedback_path(out_dir: Path, result: dict) -> Path:
-    name = result.get("lab") or Path(result["file"]).stem
-    return Path(out_dir) / "feedback" / _path_safe(result["student_id"]) / f"{_path_safe(name)}.html"
+def feedback_path(out_dir: Path, result: GradeResult) -> Path:
+    name = result.lab or Path(result.file).stem
+    return Path(out_dir) / "feedback" / _path_safe(result.student_id) / f"{_path_safe(name)}.html"
 
 
 # Markdown that a student's text could use to format, link or embed in class_report.md.
@@ -158,7 +160,7 @@ def painter():
                                                        "matplotlib.backends.backend_agg"])
 
 
-def class_report(results: list[dict], out_dir: Path, painter=None) -> Path:
+def class_report(results: list[GradeResult], out_dir: Path, painter=None) -> Path:
     """scores.png (per lab and per part) and class_report.md (parts most missed, common failures).
 
     Drawn by ``painter`` (see ``painter()``; it is closed after) if given, else in this process.
@@ -175,36 +177,36 @@ def class_report(results: list[dict], out_dir: Path, painter=None) -> Path:
     return _class_report(results, out_dir)
 
 
-def _class_report(results: list[dict], out_dir: Path) -> Path:
+def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
     out_dir = Path(out_dir)
-    graded = [r for r in results if r.get("status") == "graded"]
+    graded = [r for r in results if r.status == GRADED]
     lines = ["# Class report", "", f"{len(results)} files, {len(graded)} graded.", ""]
-    statuses = Counter(r.get("status") for r in results)
+    statuses = Counter(r.status for r in results)
     lines += ["| status | files |", "|---|---|"] + [f"| {markdown_text(s)} | {n} |" for s, n in statuses.most_common()] + [""]
-    isolation = Counter(r.get("isolation") or "unknown" for r in results if r.get("status") == "graded")
+    isolation = Counter(r.isolation or "unknown" for r in graded)
     lines += ["How the student kernels were isolated (see the README's threat model):", "",
               "| isolation | graded files |", "|---|---|"]
     lines += [f"| {markdown_text(kind)} | {n} |" for kind, n in isolation.most_common()] or ["| (no file graded) | 0 |"]
     lines.append("")
-    identity = [r for r in results if r.get("identity")]
+    identity = [r for r in results if r.identity]
     if identity:
         lines += ["Who handed in what (from the export names or the roster):", ""]
-        lines += [f"* {markdown_text(Path(r['file']).name)}: {markdown_text(r['identity'])}" for r in identity] + [""]
+        lines += [f"* {markdown_text(Path(r.file).name)}: {markdown_text(r.identity)}" for r in identity] + [""]
     from matplotlib.figure import Figure  # no pyplot: no GUI backend is looked for
     from matplotlib.ticker import MaxNLocator
 
-    labs = sorted({r["lab"] for r in graded}, key=lambda lab_id: all_labs()[lab_id].order)
+    labs = sorted({r.lab for r in graded}, key=lambda lab_id: all_labs()[lab_id].order)
     figure = Figure(figsize=(11, 3.2 * max(len(labs), 1)))
     axes = figure.subplots(len(labs) or 1, 2, squeeze=False)
     for row, lab_id in enumerate(labs):
         lab = all_labs()[lab_id]
-        mine = [r for r in graded if r["lab"] == lab_id]
-        scores = [r["score"] for r in mine]
+        mine = [r for r in graded if r.lab == lab_id]
+        scores = [r.score for r in mine]
         axes[row][0].hist(scores, bins=range(0, int(lab.max_score) + 2), color="#4c72b0", edgecolor="white", align="left")
         axes[row][0].set(xlabel=f"score (of {lab.max_score:g})", ylabel="students")
         axes[row][0].set_title(f"{lab.title}\ntotal score", fontsize=10)
         axes[row][0].yaxis.set_major_locator(MaxNLocator(integer=True))
-        share = [sum(r["parts"][p.part_id]["score"] >= p.points for r in mine) / len(mine) for p in lab.parts]
+        share = [sum(r.parts[p.part_id].score >= p.points for r in mine) / len(mine) for p in lab.parts]
         axes[row][1].bar([p.part_id for p in lab.parts], share, color="#55a868")
         axes[row][1].set(ylim=(0, 1), ylabel="share of students")
         axes[row][1].set_title(f"{lab.lab_id}: full marks, per part", fontsize=10)
@@ -213,7 +215,7 @@ def _class_report(results: list[dict], out_dir: Path) -> Path:
                   "| part | full marks | missed by |", "|---|---|---|"]
         for part, fraction in sorted(zip(lab.parts, share), key=lambda item: item[1]):
             lines.append(f"| {part.part_id} | {fraction:.0%} | {round((1 - fraction) * len(mine))} students |")
-        failures = Counter((pid, p["message"]) for r in mine for pid, p in r["parts"].items() if p["score"] < p["max_score"])
+        failures = Counter((pid, p.message) for r in mine for pid, p in r.parts.items() if not p.passed)
         lines += ["", "Most common failure messages:", ""]
         lines += [f"1. **{pid}** ({n}×): {markdown_text(message)}" for (pid, message), n in failures.most_common(5)] or ["(none)"]
         lines.append("")

@@ -1,10 +1,12 @@
 """Stored results that a resumed run may trust, and only those.
 
-A result in ``OUT/results/`` is reused only when (1) the submission's bytes still hash to the
-result's ``sha256``, (2) the course files hash to its ``sources`` (see course.py), and (3) its
-``checksum`` is the HMAC-SHA256 of the rest of the result under a key kept outside OUT (by default
-``~/.config/bpe-labs/resume.key``, made on first use, mode 0600; ``$BPE_LABS_RESUME_KEY`` names
-another file). Anyone who can write OUT but not the key cannot make a result the grader trusts.
+A result file in ``OUT/results/`` is a result's JSON data (``GradeResult.to_json``) with a
+``checksum``. It is reused only when (1) the ``checksum`` is the HMAC-SHA256 of the rest under a key
+kept outside OUT (by default ``~/.config/bpe-labs/resume.key``, made on first use, mode 0600;
+``$BPE_LABS_RESUME_KEY`` names another file), (2) the rest is a well-formed result (one an older
+version wrote, with fields since added or removed, is graded again), (3) the submission's bytes
+still hash to its ``sha256``, and (4) the course files hash to its ``sources`` (see course.py).
+Anyone who can write OUT but not the key cannot make a result the grader trusts.
 """
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ import os
 import secrets
 from pathlib import Path
 
+from autograder.result import GradeResult, MalformedResult
+
 KEY_ENV = "BPE_LABS_RESUME_KEY"
+CHECKSUM = "checksum"  # the one key of a result file that is not the result's own
 
 
 def key_path() -> Path:
@@ -36,24 +41,44 @@ def load_key(path: Path | None = None) -> bytes:
     return path.read_bytes()
 
 
-def _body(result: dict) -> bytes:
-    return json.dumps({k: v for k, v in result.items() if k != "checksum"}, sort_keys=True, ensure_ascii=True).encode()
+def _body(data: dict) -> bytes:
+    return json.dumps({k: v for k, v in data.items() if k != CHECKSUM}, sort_keys=True, ensure_ascii=True).encode()
 
 
-def sign(result: dict, key: bytes) -> dict:
-    """The result with its ``checksum``."""
-    result["checksum"] = hmac.new(key, _body(result), hashlib.sha256).hexdigest()
-    return result
+def sign(data: dict, key: bytes) -> dict:
+    """``data`` with its ``checksum``."""
+    data[CHECKSUM] = hmac.new(key, _body(data), hashlib.sha256).hexdigest()
+    return data
 
 
-def trusted(saved: object, key: bytes, sha256: str, sources: str) -> bool:
-    """May a resumed run take ``saved`` (a parsed result file) as this file's result?"""
-    if not isinstance(saved, dict) or not isinstance(saved.get("checksum"), str):
-        return False
-    if saved.get("sha256") != sha256 or saved.get("sources") != sources:
-        return False
+def signed(result: GradeResult, key: bytes) -> dict:
+    """The JSON data of a result file: the result's own, and its ``checksum``."""
+    return sign(result.to_json(), key)
+
+
+def unsigned(data: dict) -> GradeResult:
+    """The result a result file's data holds, checksum not checked (to read a finished run's results,
+    never to resume one); raises ``MalformedResult``."""
+    if not isinstance(data, dict):
+        raise MalformedResult(f"result: expected an object, got {type(data).__name__}")
+    return GradeResult.from_json({k: v for k, v in data.items() if k != CHECKSUM})
+
+
+def trusted(saved: object, key: bytes, sha256: str, sources: str) -> GradeResult | None:
+    """The result a resumed run may take ``saved`` (a parsed result file) as, if any, for the file
+    whose bytes hash to ``sha256`` graded with the course files whose digest is ``sources``."""
+    if not isinstance(saved, dict) or not isinstance(saved.get(CHECKSUM), str):
+        return None
     try:
         expected = hmac.new(key, _body(saved), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(expected, saved[CHECKSUM]):  # TypeError for a non-ASCII checksum
+            return None
     except (TypeError, ValueError):
-        return False
-    return hmac.compare_digest(expected, saved["checksum"])
+        return None
+    try:
+        result = unsigned(saved)
+    except MalformedResult:
+        return None
+    if result.sha256 != sha256 or result.sources != sources:
+        return None
+    return result

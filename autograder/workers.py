@@ -22,8 +22,6 @@ import psutil
 
 from autograder import isolation
 
-WORKER_LOST = "worker_lost"
-
 
 def _serve(connection, function: Callable, memory_bytes: int, siblings: list) -> None:
     """A worker's life: set its own memory limit, then grade whatever the parent sends."""
@@ -49,13 +47,13 @@ def _serve(connection, function: Callable, memory_bytes: int, siblings: list) ->
             return
         job_id, args = job
         try:
-            result = function(*args)
+            answer = (job_id, function(*args), None)
         except BaseException as error:  # the function guards itself; this is the last line
-            result = {"worker_error": f"{type(error).__name__}: {str(error)[:300]}"}
+            answer = (job_id, None, f"{type(error).__name__}: {str(error)[:300]}")
         try:
-            connection.send((job_id, result))
+            connection.send(answer)
         except Exception as error:  # an unpicklable or oversized result
-            connection.send((job_id, {"worker_error": f"the result could not be sent ({type(error).__name__})"}))
+            connection.send((job_id, None, f"the result could not be sent ({type(error).__name__})"))
 
 
 @dataclass
@@ -134,7 +132,7 @@ class WorkerPool:
             return f"the grading process did not finish within {self.budget:g} s"
         return None
 
-    def run(self, jobs: list[tuple]) -> Iterator[tuple[tuple, dict]]:
+    def run(self, jobs: list[tuple]) -> Iterator[tuple[tuple, object]]:
         queue = deque((index, args, 1) for index, args in enumerate(jobs))
         try:
             while queue or any(w.job for w in self.workers):
@@ -148,13 +146,13 @@ class WorkerPool:
                 for connection in wait(list(busy), timeout=self.poll):
                     worker = busy[connection]
                     try:
-                        job_id, result = connection.recv()
+                        job_id, result, failure = connection.recv()
                     except (EOFError, OSError):
                         continue  # it died: the health check below sees it
                     args = worker.job[1]
                     worker.job = None
-                    if "worker_error" in result:
-                        result = self.on_lost(args, result["worker_error"])
+                    if failure is not None:
+                        result = self.on_lost(args, failure)
                     yield args, result
                 now = time.monotonic()
                 for worker in [w for w in self.workers if w.job]:

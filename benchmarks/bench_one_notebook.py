@@ -36,7 +36,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
 EXAMPLES = REPO / "examples" / "submissions"
+
+from autograder.resume import unsigned  # noqa: E402
 LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast"]  # examples/submissions/<name>-correct.ipynb
 
 
@@ -56,9 +59,9 @@ def grade_alone(notebook: Path, scratch: Path) -> dict:
     if finished.returncode != 0:
         raise RuntimeError(f"grading {notebook.name} failed ({finished.returncode}):\n{finished.stderr[-2000:]}")
     (result_file,) = (out / "results").glob("*.json")
-    result = json.loads(result_file.read_text(encoding="utf-8"))
+    result = unsigned(json.loads(result_file.read_text(encoding="utf-8")))
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return {"status": result["status"], "score": result["score"], "grading": result["seconds"], "cli": wall, "cpu": cpu}
+    return {"status": result.status, "score": result.score, "grading": result.seconds, "cli": wall, "cpu": cpu}
 
 
 def main(argv: list[str] | None = None) -> None:

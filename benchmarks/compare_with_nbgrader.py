@@ -130,14 +130,14 @@ def grade_with_ours(files: dict[str, bytes], names: dict[str, str], work: Path) 
         (folder / names[case_id]).write_bytes(content)
     settings = Settings(limits=Limits(cell_seconds=CELL_SECONDS, call_seconds=5, memory_bytes=MEMORY_BYTES), part_seconds=30)
     results = grade_folder(folder, work / "ours" / "out", settings, workers=2, progress=False)
-    by_name = {Path(result["file"]).name: result for result in results}
+    by_name = {Path(result.file).name: result for result in results}
     shown = {}
     for case_id, name in names.items():
         result = by_name[name]
-        if result["status"] == "graded":
-            shown[case_id] = f"{result['score']:g}" + ("" if result["lab"] == LAB else f" ({result['lab']})")
+        if result.graded:
+            shown[case_id] = f"{result.score:g}" + ("" if result.lab == LAB else f" ({result.lab})")
         else:
-            shown[case_id] = result["status"]
+            shown[case_id] = result.status
     return shown
 
 

@@ -1105,10 +1105,10 @@ def write_submissions(folder: Path, targets: Targets, attacks: list[Attack]) -> 
     return written
 
 
-def report_of(result: dict) -> str:
-    """The ATTACK-REPORT an attack raised, as the result carries it ('' if it never got there)."""
-    for entry in result.get("cells", []):
-        error = entry.get("error", "")
+def report_of(result) -> str:
+    """The ATTACK-REPORT an attack raised, as the result (a GradeResult) carries it ('' if it never got there)."""
+    for entry in result.cells:
+        error = entry.error
         if REPORT_TAG in error:
             return error[error.index(REPORT_TAG) + len(REPORT_TAG):]
     return ""

@@ -10,7 +10,7 @@ def graded_examples(tmp_path_factory):
     """Every bundled example submission graded once through the real autograder (2 workers)."""
     out = tmp_path_factory.mktemp("graded-examples")
     results = grade_folder(REPO_ROOT / "examples" / "submissions", out, workers=2, progress=False)
-    return out, {result["student_id"]: result for result in results}
+    return out, {result.student_id: result for result in results}
 
 
 @pytest.fixture(scope="session")

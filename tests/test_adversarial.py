@@ -26,6 +26,8 @@ from autograder.check import free_names
 from autograder.grade import Settings, grade_file as real_grade_file
 from autograder.kernel import Limits
 from autograder.labs import HIDDEN_TESTS, get_lab
+from autograder.result import GradeResult
+from autograder.resume import unsigned
 
 # Small limits keep the endless loops, memory blow-ups and kernel deaths cheap.
 SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=90, memory_bytes=int(1.5 * 1024**3)),
@@ -41,20 +43,20 @@ def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("adversarial")
     write_cases(root / "submissions")
     results = grade_folder(root / "submissions", root / "out", SETTINGS, workers=2, progress=False)
-    return root / "out", {Path(result["file"]).name: result for result in results}
+    return root / "out", {Path(result.file).name: result for result in results}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.case_id for case in CASES])
 def test_case_gets_its_exact_outcome(case, graded):
     _, results = graded
     result = results[case.file]
-    assert result["status"] == case.status, result.get("message")
-    assert result["lab"] == case.lab
-    assert {part_id: part["score"] for part_id, part in result["parts"].items()} == case.parts
-    assert result["score"] == case.total
-    assert sorted((event["event"], event["cell"]) for event in result["integrity"]) == sorted(case.integrity)
+    assert result.status == case.status, result.message
+    assert result.lab == case.lab
+    assert {part_id: part.score for part_id, part in result.parts.items()} == case.parts
+    assert result.score == case.total
+    assert sorted((event.event, event.cell) for event in result.integrity) == sorted(case.integrity)
     if case.status != "graded":
-        assert result["message"], "a file that was not graded must say why"
+        assert result.message, "a file that was not graded must say why"
 
 
 def test_every_file_has_its_own_row_with_its_status(graded):
@@ -63,9 +65,9 @@ def test_every_file_has_its_own_row_with_its_status(graded):
     assert sorted(Path(f).name for f in table["file"]) == sorted(case.file for case in CASES)
     statuses = {Path(f).name: s for f, s in zip(table["file"], table["status"])}
     assert statuses == {case.file: case.status for case in CASES}
-    graded_results = [result for result in results.values() if result["status"] == "graded"]
+    graded_results = [result for result in results.values() if result.status == "graded"]
     assert len(graded_results) == sum(case.status == "graded" for case in CASES)
-    assert gradebook.total_scores(out / "gradebook.db") == {(r["student_id"], r["lab"]): r["score"] for r in graded_results}
+    assert gradebook.total_scores(out / "gradebook.db") == {(r.student_id, r.lab): r.score for r in graded_results}
 
 
 def hidden_source_fragments() -> set[str]:
@@ -136,7 +138,7 @@ def hidden_inputs() -> set[str]:
     return distinct
 
 
-def feedback_text(out: Path, result: dict) -> str:
+def feedback_text(out: Path, result: GradeResult) -> str:
     return BeautifulSoup(report.feedback_path(out, result).read_text(encoding="utf-8"), "html.parser").get_text()
 
 
@@ -193,7 +195,7 @@ def resume_folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
     write_cases(root / "submissions", [c for c in CASES if c.case_id in RESUME_CASES])
     uninterrupted = grade_folder(root / "submissions", root / "uninterrupted", SETTINGS, workers=2, progress=False)
-    assert {r["status"] for r in uninterrupted} == {"graded"}
+    assert {r.status for r in uninterrupted} == {"graded"}
     return root
 
 
@@ -240,13 +242,13 @@ def test_an_interrupted_batch_resumes_without_regrading(resume_folder, monkeypat
         grade_folder(resume_folder / "submissions", out, SETTINGS, workers=0, progress=False)
     saved = sorted((out / "results").glob("*.json"))
     assert len(first) == 2 and len(saved) == 2
-    before = {path.name: (path.stat().st_mtime_ns, json.loads(path.read_text())["seconds"]) for path in saved}
+    before = {path.name: (path.stat().st_mtime_ns, unsigned(json.loads(path.read_text())).seconds) for path in saved}
 
     again = count_calls(monkeypatch)
     grade_folder(resume_folder / "submissions", out, SETTINGS, workers=0, progress=False)
     assert sorted(again) == sorted(set(case.file for case in CASES if case.case_id in RESUME_CASES) - set(first)), \
         "only the files without a result may be graded again"
-    after = {path.name: (path.stat().st_mtime_ns, json.loads(path.read_text())["seconds"]) for path in saved}
+    after = {path.name: (path.stat().st_mtime_ns, unsigned(json.loads(path.read_text())).seconds) for path in saved}
     assert after == before, "the results written before the interruption must be reused as they are"
     assert_same_as_uninterrupted(resume_folder, out)
 
@@ -277,8 +279,8 @@ def test_with_one_kernel_the_feedback_stops_at_the_first_hidden_input(case_id, t
     case = next(c for c in CASES if c.case_id == case_id)
     write_cases(tmp_path, [case])
     result = real_grade_file(tmp_path / case.file, case.case_id, replace(SETTINGS, feedback_kernel=False))
-    assert {part_id: part["score"] for part_id, part in result["parts"].items()} == case.parts
+    assert {part_id: part.score for part_id, part in result.parts.items()} == case.parts
     text = BeautifulSoup(report.feedback_html(result), "html.parser").get_text()
     leaked = sorted(value for value in hidden_inputs | encoded_inputs[0] if value in text)
     assert not leaked, f"hidden inputs in the feedback: {leaked[:3]}"
-    assert result["parts"]["initialize"]["visible_check"], "the first part's check ran before any hidden input"
+    assert result.parts["initialize"].visible_check, "the first part's check ran before any hidden input"

@@ -11,6 +11,7 @@ import pytest
 from autograder import gradebook
 from autograder.background import Background, BackgroundLost
 from autograder.labs import get_lab
+from autograder.result import GradeResult, PartScore
 
 
 def _fail(kind: str):
@@ -110,17 +111,17 @@ def test_no_fork_while_threads_run(tmp_path):
         thread.join()
 
 
-def graded_result(lab_id: str, student: str, scores: list[float]) -> dict:
-    parts = {part.part_id: {"score": score, "max_score": part.points, "message": "" if score >= part.points else "not yet"}
+def graded_result(lab_id: str, student: str, scores: list[float]) -> GradeResult:
+    parts = {part.part_id: PartScore(part.part_id, score, part.points, "" if score >= part.points else "not yet")
              for part, score in zip(get_lab(lab_id).parts, scores)}
-    return {"status": "graded", "lab": lab_id, "student_id": student, "parts": parts,
-            "score": sum(scores), "max_score": get_lab(lab_id).max_score}
+    return GradeResult(student, f"{student}.ipynb", status="graded", lab=lab_id, parts=parts, score=sum(scores),
+                       max_score=get_lab(lab_id).max_score)
 
 
 def test_recorder_writes_what_record_writes(tmp_path):
     """The same results, recorded through the background process and in this process, give the same gradebook scores."""
     results = [graded_result("toy_bpe", "ada", [2, 1, 0, 3, 2]), graded_result("toy_bpe", "bob", [0, 0, 0, 0, 1]),
-               {"status": "empty_file", "lab": None, "student_id": "cy"}]
+               GradeResult("cy", "cy.ipynb", status="empty_file")]
     recorder = gradebook.Recorder(tmp_path / "background.db")
     recorder.prepare(["toy_bpe"])
     for result in results:

@@ -82,9 +82,9 @@ def test_a_batch_survives_a_worker_killed_or_stopped_from_outside(tmp_path, how)
         done.set()
         killer.join()
     assert hits, "the test must have hit a worker"
-    assert sorted(r["student_id"] for r in results) == ["amy", "ben", "cal"]
-    assert {r["status"] for r in results} == {"graded"}, [r["message"] for r in results]
-    assert {r["score"] for r in results} == {11.0}
+    assert sorted(r.student_id for r in results) == ["amy", "ben", "cal"]
+    assert {r.status for r in results} == {"graded"}, [r.message for r in results]
+    assert {r.score for r in results} == {11.0}
     for pid in hits:
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
@@ -102,7 +102,7 @@ def test_a_file_that_trips_the_workers_memory_limit_costs_its_row_only(tmp_path)
     (tmp_path / "sub" / "amy_toy_bpe.ipynb").write_bytes(dump(correct_notebook()))
     baseline = psutil.Process().memory_info().vms  # a worker starts as a fork of this process
     settings = Settings(SETTINGS.limits, part_seconds=SETTINGS.part_seconds, worker_memory_bytes=baseline + 600 * 1024**2)
-    results = {r["student_id"]: r for r in grade_folder(tmp_path / "sub", tmp_path / "out", settings, workers=1, progress=False)}
-    assert results["amy"]["status"] == "graded" and results["amy"]["score"] == 11.0
-    assert results["big"]["status"] in ("grader_error", "worker_lost")
-    assert "MemoryError" in results["big"]["message"] or "ended" in results["big"]["message"]
+    results = {r.student_id: r for r in grade_folder(tmp_path / "sub", tmp_path / "out", settings, workers=1, progress=False)}
+    assert results["amy"].status == "graded" and results["amy"].score == 11.0
+    assert results["big"].status in ("grader_error", "worker_lost")
+    assert "MemoryError" in results["big"].message or "ended" in results["big"].message

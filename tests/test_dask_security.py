@@ -26,13 +26,13 @@ def test_grading_on_a_tls_cluster_that_requires_certificates(folder, tmp_path):
                       dashboard_address=None) as cluster:
         address = cluster.scheduler_address
         assert address.startswith("tls://")
-        results = {r["student_id"]: r for r in grade_folder(folder, tmp_path / "out", scheduler=address,
+        results = {r.student_id: r for r in grade_folder(folder, tmp_path / "out", scheduler=address,
                                                              security=dask_security(address, security=security),
                                                              progress=False)}
         with pytest.raises(Exception):  # no certificate, no connection
             Client(address, timeout=5)
-    assert results["amy"]["status"] == "graded" and results["amy"]["score"] == 11.0
-    assert results["ben"]["status"] == "empty_file"
+    assert results["amy"].status == "graded" and results["amy"].score == 11.0
+    assert results["ben"].status == "empty_file"
 
 
 @pytest.mark.parametrize("address", ["tcp://192.0.2.10:8786", "tcp://grader.example.edu:8786", "192.0.2.10:8786"])

@@ -20,14 +20,14 @@ CASES = load_cases()
 def test_example_gets_its_exact_expected_score(case, graded_examples):
     _, results = graded_examples
     result = results[case["id"]]
-    assert result["status"] == "graded", result.get("message")
-    scores = {part_id: part["score"] for part_id, part in result["parts"].items()}
+    assert result.status == "graded", result.message
+    scores = {part_id: part.score for part_id, part in result.parts.items()}
     assert scores == {part_id: float(points) for part_id, points in case["expected"].items()}
-    assert result["score"] == sum(case["expected"].values())
-    assert result["integrity"] == [], "an honest submission must yield an empty integrity report"
+    assert result.score == sum(case["expected"].values())
+    assert result.integrity == [], "an honest submission must yield an empty integrity report"
     for part_id, shown in (case.get("visible_check") or {}).items():
         # The mistake is one the task's example can show: the student saw a ❌ with this hint.
-        assert shown in result["parts"][part_id]["visible_check"], result["parts"][part_id]["visible_check"]
+        assert shown in result.parts[part_id].visible_check, result.parts[part_id].visible_check
 
 
 def test_every_lab_has_correct_untouched_and_wrong_examples(example_cases):
@@ -47,7 +47,7 @@ def test_grades_csv_has_one_row_per_submission_and_a_column_per_part(graded_exam
     assert sorted(row["student_id"] for row in rows) == sorted(results)
     for row in rows:
         lab = get_lab(row["lab"])
-        assert float(row["score"]) == results[row["student_id"]]["score"]
+        assert float(row["score"]) == results[row["student_id"]].score
         assert float(row["max_score"]) == lab.max_score
         assert sum(float(row[part.part_id]) for part in lab.parts) == float(row["score"])
 
@@ -55,7 +55,7 @@ def test_grades_csv_has_one_row_per_submission_and_a_column_per_part(graded_exam
 def test_gradebook_holds_the_same_scores(graded_examples):
     out, results = graded_examples
     in_db = gradebook.total_scores(out / "gradebook.db")
-    assert in_db == {(sid, r["lab"]): r["score"] for sid, r in results.items()}
+    assert in_db == {(sid, r.lab): r.score for sid, r in results.items()}
 
 
 def hidden_test_fragments() -> set[str]:

@@ -43,12 +43,12 @@ def graded_blanks(tmp_path_factory):
     for lab, functions in CASES:
         nbformat.write(blanked(lab, functions), folder / f"{case_name(lab, functions).replace('_', '')}.ipynb")
     results = grade_folder(folder, tmp_path_factory.mktemp("blanks-out"), workers=2, progress=False)
-    by_id = {result["student_id"]: result for result in results}
+    by_id = {result.student_id: result for result in results}
     print("\n| lab | answer blanked | score | fair score |\n|---|---|---|---|")  # shown with pytest -s
     for lab, functions in CASES:
         result = by_id[case_name(lab, functions).replace("_", "")]
         fair = lab.max_score - sum(part.points for part in lab.parts if set(part.functions) & set(functions))
-        print(f"| {lab.lab_id} | {', '.join(functions)} | {result['score']:g}/{lab.max_score:g} | {fair:g}/{lab.max_score:g} |")
+        print(f"| {lab.lab_id} | {', '.join(functions)} | {result.score:g}/{lab.max_score:g} | {fair:g}/{lab.max_score:g} |")
     return by_id
 
 
@@ -61,15 +61,15 @@ def test_there_is_one_case_per_answer_of_every_lab():
 @pytest.mark.parametrize("lab, functions", CASES, ids=[case_name(*case) for case in CASES])
 def test_one_blank_answer_costs_only_its_parts(lab, functions, graded_blanks):
     result = graded_blanks[case_name(lab, functions).replace("_", "")]
-    assert result["status"] == "graded", result.get("message")
+    assert result.status == "graded", result.message
     lost = {part.part_id for part in lab.parts if set(part.functions) & set(functions)}
     fair = lab.max_score - sum(part.points for part in lab.parts if part.part_id in lost)
-    scores = {part_id: part["score"] for part_id, part in result["parts"].items()}
+    scores = {part_id: part.score for part_id, part in result.parts.items()}
     assert scores == {part.part_id: (0 if part.part_id in lost else part.points) for part in lab.parts}, \
-        {part_id: part["message"] for part_id, part in result["parts"].items() if part["score"] < part["max_score"]}
-    assert result["score"] == fair
+        {part_id: part.message for part_id, part in result.parts.items() if not part.passed}
+    assert result.score == fair
     for part in lab.parts:
-        message = result["parts"][part.part_id]["message"]
+        message = result.parts[part.part_id].message
         used = [name for name in functions if f"a reference {name}" in message]
         if part.part_id not in lost and used:
             assert "because yours fails" in message

@@ -22,6 +22,7 @@ from autograder.intake import read_submission
 from autograder.kernel import Limits
 from autograder.labs import get_lab
 from autograder.repair import repair
+from autograder.result import GradeResult, IntegrityEvent
 
 SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=60, memory_bytes=int(1.5 * 1024**3)),
                     part_seconds=20)
@@ -127,10 +128,9 @@ def test_every_step_without_a_kernel_survives_a_mutated_notebook(tmp_path_factor
     assert len(jobs) + len(rows) == 1
     sub = read_submission(path, "ann")
     assert sub.status in {"ok", "empty_file", "invalid_json", "not_a_notebook", "unknown_lab"}
-    result = {"student_id": "ann", "file": str(path), "lab": sub.lab_id, "status": sub.status, "message": sub.message,
-              "score": None, "max_score": None, "parts": {}, "integrity": [], "cells": [], "seconds": 0.0}
-    if sub.status == "ok":
-        result["integrity"] = repair(sub.notebook, get_lab(sub.lab_id)).integrity
+    integrity = repair(sub.notebook, get_lab(sub.lab_id)).integrity if sub.status == "ok" else []
+    result = GradeResult("ann", str(path), lab=sub.lab_id, status=sub.status, message=sub.message,
+                         integrity=[IntegrityEvent(**event) for event in integrity])
     write_reports([result], folder / "out")
     assert len(pd.read_csv(folder / "out" / "grades.csv")) == 1
 
@@ -159,13 +159,13 @@ def test_a_whole_batch_of_extremes_and_mutants_gives_one_row_per_file(tmp_path, 
     for name, raw in files.items():
         (folder / name).write_bytes(raw)
     results = grade_folder(folder, tmp_path / "out", SETTINGS, workers=2, progress=False)
-    assert sorted(Path(r["file"]).name for r in results) == sorted(files)
+    assert sorted(Path(r.file).name for r in results) == sorted(files)
     table = pd.read_csv(tmp_path / "out" / "grades.csv")
     assert sorted(Path(f).name for f in table["file"]) == sorted(files)
     assert set(table["status"]) <= STATUSES
-    by_name = {Path(r["file"]).name: r for r in results}
-    assert by_name["correct.ipynb"]["score"] == get_lab("toy_bpe").max_score
-    assert by_name["deep-50000.ipynb"]["status"] == "not_a_notebook"
+    by_name = {Path(r.file).name: r for r in results}
+    assert by_name["correct.ipynb"].score == get_lab("toy_bpe").max_score
+    assert by_name["deep-50000.ipynb"].status == "not_a_notebook"
     assert (tmp_path / "out" / "class_report.md").exists()
     for result in results:
         assert (tmp_path / "out" / "feedback").resolve() in report_path(tmp_path / "out", result).resolve().parents

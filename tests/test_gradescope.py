@@ -28,6 +28,7 @@ from autograder import REPO_ROOT
 from autograder.batch import grade_folder
 from autograder.gradescope import CONFIG_NAME, OUTPUT_LIMIT, VISIBILITIES, build_zip, part_output
 from autograder.labs import HIDDEN_TESTS, get_lab
+from autograder.result import GradeResult, PartScore
 from test_adversarial import recorded_inputs
 
 SUBMISSIONS = REPO_ROOT / "examples" / "submissions"
@@ -131,13 +132,13 @@ def gradescope_results(zips, submissions, tmp_path_factory) -> dict[str, tuple[d
 
 
 @pytest.fixture(scope="module")
-def cli_results(submissions, tmp_path_factory) -> dict[str, dict]:
+def cli_results(submissions, tmp_path_factory) -> dict[str, GradeResult]:
     """The same files graded by the command line's grader."""
     folder = tmp_path_factory.mktemp("cli-submissions")
     for case_id, (_, content) in submissions.items():
         (folder / f"{case_id}.ipynb").write_bytes(content)
     results = grade_folder(folder, tmp_path_factory.mktemp("cli-out"), workers=2, progress=False)
-    return {result["student_id"]: result for result in results}
+    return {result.student_id: result for result in results}
 
 
 # -- the zip ------------------------------------------------------------------------------------
@@ -185,8 +186,8 @@ def test_a_data_dir_of_the_instructor_is_shipped_and_used(tmp_path):
 
 
 def test_a_check_that_prints_without_end_is_cut_short():
-    entry = {"message": "all checks passed", "visible_check": "✅ line\n" * 20_000}
-    text = part_output(entry)
+    part = PartScore("merge", 2, 2, "all checks passed", visible_check="✅ line\n" * 20_000)
+    text = part_output(part)
     assert text.startswith("all checks passed\n\nYour notebook's own check on the example said:\n✅ line")
     assert len(text) < OUTPUT_LIMIT + 100 and text.endswith("more characters not shown)")
 
@@ -199,14 +200,14 @@ def test_results_follow_the_spec_and_equal_the_command_line(case_id, gradescope_
     cli = cli_results[case_id]
     lab = get_lab(submissions[case_id][0])
     jsonschema.validate(results, RESULTS_SCHEMA)
-    assert cli["status"] == "graded", cli.get("message")
-    assert results["score"] == cli["score"]
+    assert cli.status == "graded", cli.message
+    assert results["score"] == cli.score
     assert [test["name"] for test in results["tests"]] == [part.part_id for part in lab.parts]
-    assert {test["name"]: test["score"] for test in results["tests"]} == {pid: p["score"] for pid, p in cli["parts"].items()}
+    assert {test["name"]: test["score"] for test in results["tests"]} == {pid: p.score for pid, p in cli.parts.items()}
     assert [test["max_score"] for test in results["tests"]] == [part.points for part in lab.parts]
     assert sum(test["score"] for test in results["tests"]) == results["score"]
     for test in results["tests"]:  # the same feedback text as the command line's
-        assert test["output"] == part_output(cli["parts"][test["name"]])
+        assert test["output"] == part_output(cli.parts[test["name"]])
         assert test["status"] == ("passed" if test["score"] == test["max_score"] else "failed")
     # graded by the unpacked zip, not by this checkout
     assert f"course files in {run.args[0].rsplit('/', 1)[0]}/source" in run.stdout

@@ -42,6 +42,8 @@ from autograder.batch import grade_folder
 from autograder.grade import Settings
 from autograder.kernel import Limits
 from autograder.labs import get_lab
+from autograder.result import GradeResult
+from autograder.resume import unsigned
 
 
 def landlock_abi() -> int:
@@ -198,7 +200,7 @@ from autograder.grade import Settings, grade_file
 from autograder.kernel import Limits
 limits = Limits(cell_seconds=10, call_seconds=2, notebook_seconds=float(sys.argv[3]), memory_bytes=int(1.5 * 1024**3))
 grade = lambda: Path(sys.argv[2]).write_text(json.dumps(grade_file(Path(sys.argv[1]), "stand-in-hog",
-                                                                   Settings(limits=limits, part_seconds=5))))
+                                                                   Settings(limits=limits, part_seconds=5)).to_json()))
 if sys.argv[4] == "thread":
     thread = threading.Thread(target=grade)
     thread.start()
@@ -351,7 +353,7 @@ class Batch:
     def __init__(self, **fields):
         self.__dict__.update(fields)
 
-    def result(self, stem: str) -> dict:
+    def result(self, stem: str) -> GradeResult:
         return self.results[f"{stem}.ipynb"]
 
 
@@ -414,12 +416,13 @@ def batch():
             try:
                 process.wait(timeout=max(0.0, probe_started + STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS - time.monotonic()))
                 saved = world / f"stand-in-hog-{way}.json"
-                stand_in[way] = json.loads(saved.read_text()) if saved.exists() else {"status": "no result"}
+                stand_in[way] = (GradeResult.from_json(json.loads(saved.read_text())) if saved.exists()
+                                 else GradeResult("stand-in-hog", str(saved), status="no result"))
             except subprocess.TimeoutExpired:
-                stand_in[way] = {"status": "still grading"}
+                stand_in[way] = GradeResult("stand-in-hog", "", status="still grading")
         yield Batch(isolation=isolation, targets=targets, attacks=attacks, written=written, out=out,
                     submissions=submissions, canary=canary, before=before, survivors=survivors, listener=listener,
-                    results={Path(r["file"]).name: r for r in results}, result_list=results,
+                    results={Path(r.file).name: r for r in results}, result_list=results,
                     sentinel_alive=sentinel.poll() is None, watchdog_log=watchdog_log, stand_in=stand_in,
                     left_by_killed_grader=left_by_killed_grader,
                     undone=repair_checkout(targets, originals))
@@ -460,8 +463,7 @@ ATTACK_IDS = list(ATTACK_KINDS)
 # -- which boundary each file got ---------------------------------------------------------------------
 def test_each_result_says_which_isolation_it_got(batch):
     expected = "landlock" if batch.isolation.startswith("landlock") else "fence"
-    wrong = {Path(r["file"]).name: r.get("isolation") for r in batch.result_list
-             if not str(r.get("isolation", "")).startswith(expected)}
+    wrong = {Path(r.file).name: r.isolation for r in batch.result_list if not str(r.isolation).startswith(expected)}
     assert not wrong, f"expected isolation {expected!r}"
     table = pd.read_csv(batch.out / "grades.csv")
     assert all(str(value).startswith(expected) for value in table["isolation"])
@@ -479,7 +481,7 @@ def test_a_machine_with_landlock_gets_the_boundary(batch):
 def test_every_file_has_one_row_and_was_graded(batch):
     table = pd.read_csv(batch.out / "grades.csv")
     assert sorted(Path(f).name for f in table["file"]) == sorted(path.name for path in batch.written.values())
-    not_graded = {name: (r["status"], r.get("message")) for name, r in batch.results.items() if r["status"] != "graded"}
+    not_graded = {name: (r.status, r.message) for name, r in batch.results.items() if r.status != "graded"}
     assert not not_graded
 
 
@@ -487,8 +489,8 @@ def test_every_file_has_one_row_and_was_graded(batch):
 def test_honest_submission_in_full(batch, stem):
     result = batch.result(stem)
     full = {part.part_id: part.points for part in get_lab("toy_bpe").parts}
-    assert {part_id: part["score"] for part_id, part in result["parts"].items()} == full, result["parts"]
-    assert result["score"] == sum(full.values())
+    assert {part_id: part.score for part_id, part in result.parts.items()} == full, result.parts
+    assert result.score == sum(full.values())
 
 
 def test_feedback_was_written_for_every_file(batch):
@@ -501,14 +503,14 @@ def test_feedback_was_written_for_every_file(batch):
 def test_attack_earns_nothing(attacked, attack_id):
     """Every attack is a blank submission: anything above 0 is stolen or forged."""
     result = attacked.result(attack_id)
-    assert result["status"] == "graded", result.get("message")
-    assert {part_id: part["score"] for part_id, part in result["parts"].items()} == \
+    assert result.status == "graded", result.message
+    assert {part_id: part.score for part_id, part in result.parts.items()} == \
         {part.part_id: 0 for part in get_lab("toy_bpe").parts}, report_of(result)
 
 
-def stopped_by_a_limit(result: dict) -> bool:
+def stopped_by_a_limit(result: GradeResult) -> bool:
     """The attack's cell did not finish: the kernel was stopped (time limit) or killed."""
-    return any(cell["cell"] == "initialize_solution" and cell["status"] in ("timeout", "died") for cell in result["cells"])
+    return any(cell.cell == "initialize_solution" and cell.status in ("timeout", "died") for cell in result.cells)
 
 
 # Holes reported and not closed yet, attack id -> why: marked xfail(strict=True), so that each
@@ -526,12 +528,12 @@ def test_attack_found_no_way_in(attacked, attack_id):
     """The attack ran to its end (its report is there) and every way it tried was refused."""
     result = attacked.result(attack_id)
     report_text = report_of(result)
-    assert report_text, f"no report: {result['cells']}"
+    assert report_text, f"no report: {result.cells}"
     assert not holes_in(report_text), f"ways in that worked: {holes_in(report_text)}"
 
 
 def test_no_course_text_in_any_output(attacked):
-    outputs = {"results": json.dumps(attacked.result_list)}
+    outputs = {"results": json.dumps([result.to_json() for result in attacked.result_list])}
     for path in [attacked.out / "grades.csv", attacked.out / "class_report.md", *attacked.out.rglob("*.html"),
                  *(attacked.out / "results").glob("*.json")]:
         outputs[str(path.relative_to(attacked.out))] = path.read_text(encoding="utf-8", errors="replace")
@@ -562,12 +564,12 @@ def test_no_listener_reached(attacked):
 
 # -- no classmate's grade changed -------------------------------------------------------------------
 def test_gradebook_and_saved_results_agree_with_the_batch(batch):
-    graded = [r for r in batch.result_list if r["status"] == "graded"]
-    assert gradebook.total_scores(batch.out / "gradebook.db") == {(r["student_id"], r["lab"]): r["score"] for r in graded}
+    graded = [r for r in batch.result_list if r.status == "graded"]
+    assert gradebook.total_scores(batch.out / "gradebook.db") == {(r.student_id, r.lab): r.score for r in graded}
     table = pd.read_csv(batch.out / "grades.csv")
-    assert dict(zip(table["student_id"], table["score"])) == {r["student_id"]: r["score"] for r in batch.result_list}
-    saved = [json.loads(path.read_text()) for path in (batch.out / "results").glob("*.json")]
-    assert {r["student_id"]: r["score"] for r in saved} == {r["student_id"]: r["score"] for r in batch.result_list}
+    assert dict(zip(table["student_id"], table["score"])) == {r.student_id: r.score for r in batch.result_list}
+    saved = [unsigned(json.loads(path.read_text())) for path in (batch.out / "results").glob("*.json")]
+    assert {r.student_id: r.score for r in saved} == {r.student_id: r.score for r in batch.result_list}
 
 
 # -- no process left ------------------------------------------------------------------------------
@@ -586,11 +588,11 @@ def test_a_stand_in_cannot_keep_the_grader_busy(attacked, way):
     days: the notebook must still be graded within its time limit (plus kernel start-up), whether
     the grader runs in its process's main thread or, as in a Dask worker, in another thread."""
     stand_in = attacked.stand_in[way]
-    assert stand_in["status"] == "graded", (
-        f"{stand_in['status']} {STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS} s after it started "
+    assert stand_in.status == "graded", (
+        f"{stand_in.status} {STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS} s after it started "
         f"(notebook limit {STAND_IN_NOTEBOOK_SECONDS} s)")
-    assert stand_in["score"] == 0
-    tokenize = stand_in["parts"]["tokenize"]["message"]
+    assert stand_in.score == 0
+    tokenize = stand_in.parts["tokenize"].message
     assert "learn_bpe" in tokenize, f"the tokenize part never called the stand-in: {tokenize}"
 
 

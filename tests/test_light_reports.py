@@ -7,19 +7,20 @@ import sys
 
 from autograder import REPO_ROOT, report
 from autograder.labs import get_lab
+from autograder.result import GradeResult, PartScore
 
 
-def graded_result(lab_id: str, student: str, scores: list[float]) -> dict:
-    parts = {part.part_id: {"score": score, "max_score": part.points, "message": "" if score >= part.points else "not yet"}
+def graded_result(lab_id: str, student: str, scores: list[float], file: str = "", **more) -> GradeResult:
+    parts = {part.part_id: PartScore(part.part_id, score, part.points, "" if score >= part.points else "not yet")
              for part, score in zip(get_lab(lab_id).parts, scores)}
-    return {"status": "graded", "lab": lab_id, "student_id": student, "parts": parts,
-            "score": sum(scores), "max_score": get_lab(lab_id).max_score}
+    return GradeResult(student, file, status="graded", lab=lab_id, parts=parts, score=sum(scores),
+                       max_score=get_lab(lab_id).max_score, **more)
 
 
 def test_grades_csv_without_pandas(tmp_path):
-    results = [graded_result("toy_bpe", "bob", [2, 2, 2, 3, 2]) | {"file": "b.ipynb", "seconds": 1.5},
-               graded_result("toy_bpe", "ada", [0, 1, 0, 0, 0]) | {"file": "a.ipynb", "message": "=cmd()"},
-               {"status": "invalid_json", "lab": None, "student_id": "ada", "file": "x.ipynb", "message": "not JSON"}]
+    results = [graded_result("toy_bpe", "bob", [2, 2, 2, 3, 2], "b.ipynb", seconds=1.5),
+               graded_result("toy_bpe", "ada", [0, 1, 0, 0, 0], "a.ipynb", message="=cmd()"),
+               GradeResult("ada", "x.ipynb", status="invalid_json", message="not JSON")]
     report.write_grades_csv(results, tmp_path / "grades.csv")
     with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -35,7 +36,7 @@ def test_grades_csv_without_pandas(tmp_path):
 
 
 def test_class_report_drawn_in_the_background_is_the_same(tmp_path):
-    results = [graded_result("toy_bpe", "ada", [2, 1, 0, 3, 2]) | {"file": "a.ipynb"}]
+    results = [graded_result("toy_bpe", "ada", [2, 1, 0, 3, 2], "a.ipynb")]
     (tmp_path / "here").mkdir()
     (tmp_path / "there").mkdir()
     report.class_report(results, tmp_path / "here")

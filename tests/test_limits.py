@@ -32,11 +32,11 @@ def test_the_notebook_timeout_caps_everything_done_for_a_file(tmp_path):
     path.write_bytes(slow_and_dying_notebook())
     limits = Limits(cell_seconds=5, call_seconds=2, notebook_seconds=12, max_restarts=2, interrupt_grace_seconds=2)
     result = grade_file(path, "slow", Settings(limits=limits, part_seconds=20))
-    assert result["status"] == "graded", result["message"]
-    assert result["parts"]["merge"]["score"] == 0
-    assert result["restarts"] <= limits.max_restarts + 1  # the grading kernel's, and at most one of the feedback kernel's
+    assert result.status == "graded", result.message
+    assert result.parts["merge"].score == 0
+    assert result.restarts <= limits.max_restarts + 1  # the grading kernel's, and at most one of the feedback kernel's
     # 12 s of budget, plus what ends the last request (an interrupt's grace) and a kernel's shutdown
-    assert result["seconds"] < 12 + 8, result["seconds"]
+    assert result.seconds < 12 + 8, result.seconds
 
 
 REPLY = textwrap.dedent("""

@@ -13,6 +13,7 @@ import pytest
 from autograder.examples import make_submission
 from autograder.grade import Settings, grade_file
 from autograder.labs import nbgrader_meta
+from autograder.result import GradeResult
 
 BROKEN_MERGE = """
 def merge_pair_in_word(word, pair):  # a later "experiment" that breaks the graded function
@@ -61,9 +62,9 @@ def _toy(tmp_path, name: str, after: dict[str, str], replace: dict | None) -> st
     return path
 
 
-def _scores(result: dict) -> dict[str, float]:
-    assert result["status"] == "graded", result
-    return {part_id: part["score"] for part_id, part in result["parts"].items()}
+def _scores(result: GradeResult) -> dict[str, float]:
+    assert result.status == "graded", result
+    return {part_id: part.score for part_id, part in result.parts.items()}
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -72,11 +73,11 @@ def test_route_and_scores(tmp_path, name):
     path = _toy(tmp_path, name.replace(" ", "-"), after, replace)
     default = grade_file(path, "s1", Settings())
     at_place = grade_file(path, "s1", Settings(feedback_kernel=False))
-    assert default["kernels"] == kernels
+    assert default.kernels == kernels
     assert _scores(default) == _scores(at_place)
     if name == "redefined":
         assert _scores(default)["merge"] == 2
     if replace:
         assert _scores(default)["learn"] == 3
     # every visible check was shown
-    assert all(part["visible_check"] for part in default["parts"].values())
+    assert all(part.visible_check for part in default.parts.values())

@@ -16,7 +16,7 @@ def toy_folder(tmp_path_factory):
 
 
 def scores(results):
-    return {r["student_id"]: (r["status"], r["score"], {p: v["score"] for p, v in r["parts"].items()}) for r in results}
+    return {r.student_id: (r.status, r.score, {p: v.score for p, v in r.parts.items()}) for r in results}
 
 
 def test_workers_and_dask_cluster_give_the_sequential_scores(toy_folder, tmp_path):

@@ -2,23 +2,27 @@
 what the released notebook already shows."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import mistune
 from bs4 import BeautifulSoup
 
 from autograder import report
 from autograder.grade import Redactor, public_text, public_values
+from autograder.result import GradeResult, IntegrityEvent, PartScore
 
 HOSTILE = ("[click me](javascript:alert(1)) <img src=x onerror=alert(1)> **bold** ![i](http://evil.example/x.png) "
            "<script>alert(2)</script> | a | table | `code` https://evil.example javascript:alert(3)")
 
 
-def result(message: str = HOSTILE, student: str = "amy") -> dict:
-    return {"student_id": student, "file": f"/sub/{student}.ipynb", "lab": "toy_bpe", "status": "graded",
-            "message": "", "score": 9.0, "max_score": 11.0, "isolation": "landlock-abi7+netns+seccomp+uid",
-            "parts": {p: {"part_id": p, "score": 0.0 if p == "tokenize" else m, "max_score": m,
-                          "message": message if p == "tokenize" else "all checks passed", "visible_check": message}
-                      for p, m in [("initialize", 2.0), ("pair_frequencies", 2.0), ("merge", 2.0), ("learn", 3.0), ("tokenize", 2.0)]},
-            "integrity": [{"event": "added", "cell": "cell 9", "detail": message}], "cells": [], "seconds": 1.0}
+def result(message: str = HOSTILE, student: str = "amy") -> GradeResult:
+    return GradeResult(student, f"/sub/{student}.ipynb", lab="toy_bpe", status="graded", score=9.0, max_score=11.0,
+                       isolation="landlock-abi7+netns+seccomp+uid", seconds=1.0,
+                       parts={p: PartScore(p, 0.0 if p == "tokenize" else m, m,
+                                           message if p == "tokenize" else "all checks passed", visible_check=message)
+                              for p, m in [("initialize", 2.0), ("pair_frequencies", 2.0), ("merge", 2.0), ("learn", 3.0),
+                                           ("tokenize", 2.0)]},
+                       integrity=[IntegrityEvent("added", "cell 9", message)])
 
 
 def test_class_report_renders_student_text_as_text(tmp_path):
@@ -33,8 +37,7 @@ def test_class_report_renders_student_text_as_text(tmp_path):
 
 
 def test_class_report_and_grades_say_which_isolation_the_files_got(tmp_path):
-    unknown = result(student="cal")
-    del unknown["isolation"]
+    unknown = replace(result(student="cal"), isolation=None)
     report.class_report([result(), unknown], tmp_path)
     markdown = (tmp_path / "class_report.md").read_text()
     assert "landlock\\-abi7\\+netns\\+seccomp\\+uid | 1 |" in markdown and "| unknown | 1 |" in markdown

@@ -10,6 +10,7 @@ from adversarial import correct_notebook, dump
 from autograder.batch import grade_folder, plan
 from autograder.cli import main
 from autograder.identity import read_roster
+from autograder.result import GradeResult
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +26,10 @@ def write(folder: Path, names: list[str], content: bytes) -> Path:
     return folder
 
 
-def planned(folder: Path, roster=None) -> tuple[dict[str, str], dict[str, dict]]:
+def planned(folder: Path, roster=None) -> tuple[dict[str, str], dict[str, GradeResult]]:
     """file name -> student id of the files to grade; file name -> row of the files not graded."""
     jobs, rows, _ = plan(folder, roster)
-    return {path.name: student for path, student, _ in jobs}, {Path(row["file"]).name: row for row in rows}
+    return {path.name: student for path, student, _ in jobs}, {Path(row.file).name: row for row in rows}
 
 
 def test_a_suffix_cannot_push_a_students_file_aside(tmp_path, notebook_bytes):
@@ -57,7 +58,7 @@ def test_canvas_late_and_resubmitted_files_the_latest_is_graded(tmp_path, notebo
     names = ["jdoe_1234_5678_toy_bpe.ipynb", "jdoe_LATE_1234_5678_toy_bpe-1.ipynb", "jdoe_LATE_1234_5678_toy_bpe-2.ipynb"]
     graded, rows = planned(write(tmp_path, names, notebook_bytes))
     assert graded == {"jdoe_LATE_1234_5678_toy_bpe-2.ipynb": "jdoe"}
-    assert {name: row["status"] for name, row in rows.items()} == {names[0]: "duplicate", names[1]: "duplicate"}
+    assert {name: row.status for name, row in rows.items()} == {names[0]: "duplicate", names[1]: "duplicate"}
     jobs, _, _ = plan(tmp_path)
     assert jobs[0][2] == "late submission"
 
@@ -85,8 +86,8 @@ def test_a_roster_maps_export_names_and_user_ids_to_student_ids(tmp_path, notebo
              "mallory_777_1_toy_bpe.ipynb"]  # nobody on the roster
     graded, rows = planned(write(tmp_path / "sub", names, notebook_bytes), roster)
     assert graded == {names[0]: "s001", names[1]: "s002", names[3]: "s003"}
-    assert rows[names[2]]["status"] == "duplicate"  # Jo Doe's other file for the lab, found by name
-    assert rows[names[4]]["status"] == "not_on_roster" and "mallory" in rows[names[4]]["message"]
+    assert rows[names[2]].status == "duplicate"  # Jo Doe's other file for the lab, found by name
+    assert rows[names[4]].status == "not_on_roster" and "mallory" in rows[names[4]].message
 
 
 def test_a_roster_without_student_ids_is_refused(tmp_path):
@@ -108,5 +109,5 @@ def test_the_grade_command_takes_a_roster(tmp_path):
 def test_grade_folder_without_roster_reports_the_collision(tmp_path):
     write(tmp_path / "sub", ["annlee_101_9001_toy_bpe.ipynb", "annlee_202_9002_toy_bpe.ipynb"], b"")
     results = grade_folder(tmp_path / "sub", tmp_path / "out", workers=0, progress=False)
-    assert sorted(r["student_id"] for r in results) == ["annlee-101", "annlee-202"]
+    assert sorted(r.student_id for r in results) == ["annlee-101", "annlee-202"]
     assert "told apart by user id" in (tmp_path / "out" / "class_report.md").read_text()

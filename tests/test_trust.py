@@ -71,9 +71,9 @@ def test_resume_regrades_a_result_that_was_changed(tmp_path, folder, key, monkey
 
     forge(out, folder, "amy_toy_bpe.ipynb", change)
     calls = counting(monkeypatch)
-    results = {r["student_id"]: r for r in grade_folder(folder, out, workers=0, progress=False)}
+    results = {r.student_id: r for r in grade_folder(folder, out, workers=0, progress=False)}
     assert calls == ["amy_toy_bpe.ipynb"], "only the changed result is graded again"
-    assert results["amy"]["status"] == "empty_file" and results["amy"]["score"] is None
+    assert results["amy"].status == "empty_file" and results["amy"].score is None
 
 
 def test_resume_trusts_an_intact_result_and_nothing_else(tmp_path, folder, key, monkeypatch):

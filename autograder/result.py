@@ -1,0 +1,146 @@
+"""The result of grading one file: one typed record from the grader to the batch, the reports and the gradebook.
+
+A :class:`GradeResult` travels as it is between processes (pickled by the local workers, Dask and
+the background helpers) and as plain JSON data in ``OUT/results/*.json`` and Gradescope's runner.
+:meth:`GradeResult.to_json` and :meth:`GradeResult.from_json` are the one place where it becomes
+JSON data and back; ``from_json`` checks every field against its declared type and raises
+:class:`MalformedResult`, naming the field, for anything else.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+
+# The status of a row: graded, or why the file was not graded.
+GRADED = "graded"
+GRADER_ERROR = "grader_error"  # a failure of the grader, not of the file
+WORKER_LOST = "worker_lost"  # the process grading the file died or hung, twice
+# what intake found in the file
+EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, TOO_LARGE = (
+    "empty_file", "invalid_json", "not_a_notebook", "unknown_lab", "file_too_large")
+DUPLICATE = "duplicate"  # a later file of the same student and lab was graded instead
+NOT_ON_ROSTER = "not_on_roster"
+NO_NOTEBOOK = "no_notebook"  # Gradescope: the submission holds no notebook, or more than one
+STATUSES = frozenset({GRADED, GRADER_ERROR, WORKER_LOST, EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB,
+                      TOO_LARGE, DUPLICATE, NOT_ON_ROSTER, NO_NOTEBOOK})
+
+
+class MalformedResult(ValueError):
+    """JSON data that is not a grading result (a damaged or foreign results file)."""
+
+
+@dataclass(frozen=True)
+class PartScore:
+    """One graded part: its points, the hidden tests' message, and what the notebook's own check printed."""
+
+    part_id: str
+    score: float
+    max_score: float
+    message: str = ""
+    visible_check: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= self.max_score
+
+
+@dataclass(frozen=True)
+class IntegrityEvent:
+    """Something intake or repair did to the notebook's structure (converted, restored, moved, added...)."""
+
+    event: str
+    cell: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CellEvent:
+    """A cell that did not run cleanly (or the feedback run that was skipped), as the student is shown it."""
+
+    cell: str
+    kind: str  # given | answer | added | feedback
+    status: str  # error | timeout | died | skipped
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """One file's row. ``score``, ``max_score``, ``parts`` and ``isolation`` are set once it is graded."""
+
+    student_id: str
+    file: str
+    status: str = GRADER_ERROR
+    message: str = ""
+    lab: str | None = None
+    sha256: str | None = None
+    score: float | None = None
+    max_score: float | None = None
+    parts: dict[str, PartScore] = field(default_factory=dict)
+    integrity: list[IntegrityEvent] = field(default_factory=list)
+    cells: list[CellEvent] = field(default_factory=list)
+    seconds: float = 0.0
+    isolation: str | None = None  # how the student's kernel was isolated
+    restarts: int = 0  # kernel restarts it took
+    kernels: int = 0  # kernels it took: 1, or 2 when hidden tests had to run at their cells' places
+    traceback: str | None = None  # the grader's own, for the instructor, when status is grader_error
+    identity: str = ""  # set by the batch: who handed the file in, when the export names needed telling apart
+    sources: str | None = None  # set by the batch: the digest of the course files it was graded with
+
+    @property
+    def graded(self) -> bool:
+        return self.status == GRADED
+
+    def to_json(self) -> dict:
+        """Plain JSON data (dicts, lists, strings, numbers, None)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: object) -> "GradeResult":
+        """The result ``data`` (from :meth:`to_json`, now or in an earlier version) holds.
+
+        A field missing from ``data`` takes its default (older files lack the newer fields); a
+        required field missing, a key no field has, or a value of the wrong type raises
+        :class:`MalformedResult`.
+        """
+        result = _decode(cls, data, "result")
+        if result.status not in STATUSES:
+            raise MalformedResult(f"result.status: {result.status!r} is not a status")
+        return result
+
+
+def _decode(kind, value, where: str):
+    """``value`` (JSON data) as an instance of the type ``kind``, checked all the way down."""
+    origin, arguments = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in arguments:
+            return None
+        (kind,) = [argument for argument in arguments if argument is not type(None)]
+        return _decode(kind, value, where)
+    if dataclasses.is_dataclass(kind):
+        if not isinstance(value, dict):
+            raise MalformedResult(f"{where}: expected an object, got {type(value).__name__}")
+        hints = typing.get_type_hints(kind)
+        fields = {f.name: f for f in dataclasses.fields(kind)}
+        unknown = sorted(str(key) for key in value if key not in fields)
+        if unknown:
+            raise MalformedResult(f"{where}: unknown field(s) {', '.join(unknown)}")
+        missing = [name for name, f in fields.items() if name not in value
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        if missing:
+            raise MalformedResult(f"{where}: missing field(s) {', '.join(missing)}")
+        return kind(**{name: _decode(hints[name], item, f"{where}.{name}") for name, item in value.items()})
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise MalformedResult(f"{where}: expected an object, got {type(value).__name__}")
+        return {key: _decode(arguments[1], item, f"{where}.{key}") for key, item in value.items()}
+    if origin is list:
+        if not isinstance(value, list):
+            raise MalformedResult(f"{where}: expected a list, got {type(value).__name__}")
+        return [_decode(arguments[0], item, f"{where}[{index}]") for index, item in enumerate(value)]
+    # bool is an int to Python but not a number here; an int is a float (kept as it is: 2 stays 2 in grades.csv)
+    accepted = {float: (int, float), int: (int,), str: (str,)}[kind]
+    if isinstance(value, bool) or not isinstance(value, accepted):
+        raise MalformedResult(f"{where}: expected {kind.__name__}, got {type(value).__name__} {str(value)[:40]!r}")
+    return value
