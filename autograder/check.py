@@ -44,7 +44,7 @@ class StudentFunction:
         return self.session.call(self.__name__, *args, **kwargs)
 
     def call_with_time_limit(self, seconds: float, *args, **kwargs):
-        """One call with its own time limit: see ``autograder.hidden.call_with_time_limit``."""
+        """One call with its own time limit: see ``bpe_labs.hidden.call_with_time_limit``."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
         usual = self.session.limits
@@ -55,7 +55,7 @@ class StudentFunction:
             self.session.limits = usual
 
     def call_each(self, argument_lists: list) -> list:
-        """Many calls in one round trip: see ``autograder.hidden.call_each``."""
+        """Many calls in one round trip: see ``bpe_labs.hidden.call_each``."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
         return self.session.call_each(self.__name__, argument_lists)
@@ -101,7 +101,7 @@ def _run_part(session: KernelSession, part: Part, seconds: float) -> PartResult:
     except KernelDied as died:
         return PartResult(part.part_id, 0, part.points, f"{died} while running your code (memory limit, exit or crash)")
     except Exception as error:
-        said = getattr(error, "bpe_labs_student", None)
+        said = getattr(error, "autograder_student", None)
         if said:
             return PartResult(part.part_id, 0, part.points, f"on a hidden test input, {said}")
         if isinstance(error, StudentRaised):

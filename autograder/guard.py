@@ -1,6 +1,6 @@
 """The course files the grader trusts, hashed before grading and checked before every result is kept.
 
-Hidden tests import the reference code (``autograder/reference``) into the grader's process, the
+Hidden tests import the course's trusted modules (``Course.trusted_modules``) into the grader's process, the
 solution notebooks hold the hidden tests and points, the released notebooks decide what a repair
 restores. A kernel that managed to change any of them could run code in the grader or forge
 grades, so a batch refuses to go on the moment one of them differs from what it was at the start.
@@ -10,21 +10,21 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from autograder import REPO_ROOT
+from autograder.course import Course, current
 
 
 class CourseChanged(RuntimeError):
     """A course file changed while grading: nothing graded from then on can be trusted."""
 
 
-def course_files(lab_ids: list[str] | None = None, root: Path = REPO_ROOT) -> list[Path]:
+def course_files(lab_ids: list[str] | None = None, course: Course | None = None) -> list[Path]:
     """What the grader reads or imports while it grades: the labs' solutions (hidden tests, points)
-    and released notebooks (all labs, or those of ``lab_ids``), the reference code and helpers that
+    and released notebooks (all labs, or those of ``lab_ids``), the course's trusted modules that
     hidden tests import. (The grader's other modules are in memory before the first kernel starts.)"""
-    root = Path(root)
+    course = course or current()
     labs = ["*"] if lab_ids is None else list(lab_ids)
-    found = [path for lab in labs for folder in ("solutions", "notebooks") for path in root.glob(f"{folder}/{lab}.ipynb")]
-    found += [*root.glob("autograder/reference/**/*.py"), root / "autograder" / "hidden.py"]
+    found = [path for lab in labs for folder in (course.solutions, course.notebooks) for path in Path(folder).glob(f"{lab}.ipynb")]
+    found += course.trusted_files()
     return sorted(path for path in found if "__pycache__" not in path.parts)
 
 
@@ -51,7 +51,7 @@ class CourseGuard:
         self.files = list(files) if files is not None else course_files()
         self.preload()
         # where a new module would be imported by a hidden test
-        self.module_folders = module_folders if module_folders is not None else [REPO_ROOT / "autograder" / "reference"]
+        self.module_folders = module_folders if module_folders is not None else current().trusted_folders()
         self.hashes = fingerprint(self.files)
         self.digest = digest(self.hashes)
 
@@ -71,8 +71,7 @@ class CourseGuard:
         import importlib
         import pkgutil
 
-        import autograder.reference as reference
-
-        importlib.import_module("autograder.hidden")
-        for module in pkgutil.walk_packages(reference.__path__, "autograder.reference."):
-            importlib.import_module(module.name)
+        for name in current().trusted_modules:
+            module = importlib.import_module(name)
+            for inner in pkgutil.walk_packages(getattr(module, "__path__", []), f"{name}."):
+                importlib.import_module(inner.name)

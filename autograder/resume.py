@@ -3,7 +3,7 @@
 A result in ``OUT/results/`` is reused only when (1) the submission's bytes still hash to the
 result's ``sha256``, (2) the course files hash to its ``sources`` (see course.py), and (3) its
 ``checksum`` is the HMAC-SHA256 of the rest of the result under a key kept outside OUT (by default
-``~/.config/bpe-labs/resume.key``, made on first use, mode 0600; ``$BPE_LABS_RESUME_KEY`` names
+``~/.config/autograder/resume.key``, made on first use, mode 0600; ``$AUTOGRADER_RESUME_KEY`` names
 another file). Anyone who can write OUT but not the key cannot make a result the grader trusts.
 """
 from __future__ import annotations
@@ -15,11 +15,11 @@ import os
 import secrets
 from pathlib import Path
 
-KEY_ENV = "BPE_LABS_RESUME_KEY"
+KEY_ENV = "AUTOGRADER_RESUME_KEY"
 
 
 def key_path() -> Path:
-    return Path(os.environ.get(KEY_ENV) or Path.home() / ".config" / "bpe-labs" / "resume.key")
+    return Path(os.environ.get(KEY_ENV) or Path.home() / ".config" / "autograder" / "resume.key")
 
 
 def load_key(path: Path | None = None) -> bytes:

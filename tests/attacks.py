@@ -28,7 +28,7 @@ from typing import Callable
 
 import nbformat
 
-from autograder.examples import load_cases, make_submission
+from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import nbgrader_meta
 
 LAB = "toy_bpe"
@@ -56,7 +56,7 @@ class Targets:
     sentinel_pid: int  # a process outside the kernel: signals must not reach it
     grader_pid: int  # the grading process (the test's own)
     token: str  # unique marker (<= 15 characters) for every process and file an attack makes
-    reference_copy: str  # the text of autograder/reference/char_bpe.py, to rename over it unchanged but marked
+    reference_copy: str  # the text of bpe_labs/reference/char_bpe.py, to rename over it unchanged but marked
 
     @property
     def marker_line(self) -> str:

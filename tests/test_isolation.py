@@ -21,7 +21,7 @@ from autograder.kernel import KernelSession, Limits, isolation_status
 
 LANDLOCK = isolation.landlock_abi() >= 1
 needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="this Linux kernel has no Landlock")
-# Kernels get the boundary here (not forced to the fence by BPE_LABS_ISOLATION=fence, nor refused).
+# Kernels get the boundary here (not forced to the fence by AUTOGRADER_ISOLATION=fence, nor refused).
 needs_boundary = pytest.mark.skipif(not isolation_status().startswith("landlock"),
                                     reason=f"kernels run behind the fence here: {isolation_status()}")
 needs_x86_64 = pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is for x86-64")
@@ -175,7 +175,7 @@ def test_landlock_abi_is_reported_from_the_kernel():
     abi = isolation.landlock_abi()
     assert abi >= 0
     status = isolation_status()
-    if abi == 0 or os.environ.get("BPE_LABS_ISOLATION") == "fence":
+    if abi == 0 or os.environ.get("AUTOGRADER_ISOLATION") == "fence":
         assert status.startswith("fence")
     else:
         assert status.startswith(f"landlock-abi{abi}")
@@ -214,7 +214,7 @@ def test_a_kernel_runs_as_process_one_of_its_own_namespace_as_an_unprivileged_us
 
 
 def test_the_fence_is_used_and_said_when_landlock_is_off():
-    status, run = _kernel_probe({"BPE_LABS_ISOLATION": "fence"}).strip().splitlines()[-2:]
+    status, run = _kernel_probe({"AUTOGRADER_ISOLATION": "fence"}).strip().splitlines()[-2:]
     assert status.startswith("fence")
     assert run.startswith("ok ")
 
@@ -231,7 +231,7 @@ def test_require_isolation_refuses_the_fence():
             except IsolationUnavailable as error:
                 print("refused:", error)
     """
-    result = run_child(code, {"BPE_LABS_ISOLATION": "fence"})
+    result = run_child(code, {"AUTOGRADER_ISOLATION": "fence"})
     assert "refused: kernel isolation was required" in result.stdout, result.stderr
     assert "started" not in result.stdout
 
@@ -242,7 +242,7 @@ def test_the_cli_refuses_to_grade_without_isolation_when_required(tmp_path):
     (submissions / "ann_toy_bpe.ipynb").write_text("{}")
     result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out"),
                              "--require-isolation", "--quiet"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "BPE_LABS_ISOLATION": "fence"})
+                            env={**os.environ, "AUTOGRADER_ISOLATION": "fence"})
     assert result.returncode == 2
     assert "--require-isolation" in result.stderr and "nothing was graded" in result.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()

@@ -37,7 +37,7 @@ import pytest
 
 from attacks import (CLASSMATE, HONEST, NEIGHBOUR, Targets, attack_list, correct_notebook, example_targets, holes_in,
                      report_of, stand_in_hog_notebook, write_submissions)
-from autograder import REPO_ROOT, gradebook, report
+from bpe_labs import ROOT as REPO_ROOT, gradebook, report
 from autograder.batch import grade_folder
 from autograder.grade import Settings
 from autograder.kernel import Limits
@@ -469,7 +469,7 @@ def test_each_result_says_which_isolation_it_got(batch):
     assert f"| {report.markdown_text(batch.isolation)} | {len(batch.result_list)} |" in class_report
 
 
-@pytest.mark.skipif(landlock_abi() < 6 or os.environ.get("BPE_LABS_ISOLATION") == "fence",
+@pytest.mark.skipif(landlock_abi() < 6 or os.environ.get("AUTOGRADER_ISOLATION") == "fence",
                     reason="needs Landlock ABI 6 (signal scoping) and no forced fence")
 def test_a_machine_with_landlock_gets_the_boundary(batch):
     assert batch.isolation.startswith("landlock"), batch.isolation

@@ -5,7 +5,7 @@ import csv
 import subprocess
 import sys
 
-from autograder import REPO_ROOT, report
+from bpe_labs import ROOT as REPO_ROOT, report
 from autograder.labs import get_lab
 
 

@@ -23,7 +23,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10: pytest itself depends on tomli there
     import tomli as tomllib
 
-from autograder import REPO_ROOT
+from bpe_labs import ROOT as REPO_ROOT
 
 MINORS = range(0, 40)  # Python 3.0 ... 3.39: any range written in the files falls inside
 

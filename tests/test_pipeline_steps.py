@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from autograder import codec
 from autograder.check import free_names
-from autograder.examples import load_cases, make_submission
+from bpe_labs.examples import load_cases, make_submission
 from autograder.intake import find_submissions, read_submission, recognise_lab, student_id_from_flat_name
 from autograder.kernel import CallTimeout, KernelSession, Limits
 from autograder.labs import get_lab
@@ -119,7 +119,7 @@ def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
 
 def test_call_each_is_the_loop_in_one_round_trip(tmp_path):
     from autograder.check import StudentFunction
-    from autograder.hidden import call_each
+    from bpe_labs.hidden import call_each
 
     with KernelSession(tmp_path / "work", Limits(call_seconds=5)) as session:
         session.run_cell("def halve(n):\n    if n == 3:\n        raise ValueError('three')\n    return (n // 2, [n])")

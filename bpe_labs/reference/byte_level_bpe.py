@@ -34,7 +34,7 @@ from __future__ import annotations
 from tokenizers.pre_tokenizers import ByteLevel
 
 # The most frequent pair, on a tie the one counted first (the course's loop): the same rule in every lab.
-from autograder.reference.char_bpe import most_frequent_pair
+from bpe_labs.reference.char_bpe import most_frequent_pair
 
 SPECIAL_TOKEN = "<|endoftext|>"
 

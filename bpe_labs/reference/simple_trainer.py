@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference.char_bpe import merge_pair_in_word
-from autograder.reference.pretokenize import BYTE_OF_CHARACTER, symbol_bytes
+from bpe_labs.reference.char_bpe import merge_pair_in_word
+from bpe_labs.reference.pretokenize import BYTE_OF_CHARACTER, symbol_bytes
 
 END_OF_WORD = "</w>"
 MODES = ("char", "byte")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference.char_bpe import (
+from bpe_labs.reference.char_bpe import (
     Pair,
     bpe_initialize,
     merge_pair_in_word,

@@ -26,7 +26,7 @@ from collections import Counter
 import yaml
 
 # The most frequent pair, on a tie the one counted first: the same rule in every lab.
-from autograder.reference.char_bpe import merge_pair_in_word, most_frequent_pair
+from bpe_labs.reference.char_bpe import merge_pair_in_word, most_frequent_pair
 
 END_OF_WORD = "</w>"
 FRONT_MATTER_DELIMITER = "---"
