@@ -51,6 +51,11 @@ def conda_dependencies() -> dict[str, SpecifierSet]:
     spec = yaml.safe_load((REPO_ROOT / "environment.yml").read_text(encoding="utf-8"))
     packages = {}
     for entry in spec["dependencies"]:
+        if isinstance(entry, dict):  # the project itself, installed by pip once its dependencies are there
+            assert entry == {"pip": ["--editable ."]}, f"environment.yml: {entry!r} is more than the project itself"
+            continue
+        if entry == "pip":
+            continue
         assert isinstance(entry, str), f"environment.yml: {entry!r} (a pip: section) is not in requirements.txt's form"
         name, bounds = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", entry.strip()).groups()
         packages[canonicalize_name(name)] = SpecifierSet(bounds.replace(" ", ""))
