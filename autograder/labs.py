@@ -1,4 +1,4 @@
-"""The labs of the kit, discovered from the solution notebooks' metadata.
+"""The labs of the course, discovered from its solution notebooks' metadata.
 
 A lab is one nbgrader source notebook ``<course solutions>/<lab_id>.ipynb`` whose notebook metadata
 says ``{<course metadata key>: {"lab": <lab_id>, "title": ..., "order": ...}}``. Everything the grader
