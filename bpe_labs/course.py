@@ -6,7 +6,7 @@ from bpe_labs import ROOT
 
 
 def _prepare_source(source: str) -> str:
-    from bpe_labs.build import prepare_source  # nbgrader-free, but keep the course object light
+    from bpe_labs.build import prepare_source  # imports nbgrader: only when notebooks are released
 
     return prepare_source(source)
 

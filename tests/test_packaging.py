@@ -167,3 +167,15 @@ def test_make_says_so_when_the_python_is_missing(tmp_path):
     assert result.returncode != 0
     assert f"but there is no {missing} on this machine" in result.stderr
     assert not (tmp_path / "venv").exists()
+
+
+def test_the_project_installs_requirements_txt_and_declares_its_course_and_command():
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["build-system"]["build-backend"] == "setuptools.build_meta"
+    assert pyproject["project"]["dynamic"] == ["dependencies"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
+    assert pyproject["project"]["entry-points"]["autograder.courses"] == {"bpe_labs": "bpe_labs.course:COURSE"}
+    assert pyproject["project"]["scripts"] == {"bpe-labs": "bpe_labs.cli:main"}
+    # make's set-up installs the project after its requirements (then notebooks run from any folder)
+    recipe = (REPO_ROOT / "Makefile").read_text(encoding="utf-8").split("$(VENV)/.installed:", 1)[1].split("\n\n", 1)[0]
+    assert recipe.index("-r requirements.txt") < recipe.index("--editable .")
