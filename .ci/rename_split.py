@@ -21,6 +21,7 @@ RULES = [
     # dotted module paths in imports, notebook metadata ("references"), docs; slashed file paths
     *[(rf"\bautograder\.{name}\b", f"bpe_labs.{name}") for name in MODULES],
     *[(rf"\bautograder/{name}\b", f"bpe_labs/{name}") for name in MODULES],
+    *[(rf'"autograder" / "{name}(?=(\.py)?")', f'"bpe_labs" / "{name}') for name in MODULES],  # pathlib paths in tests
     # the engine's environment variables
     *[(rf"\bBPE_LABS_{name}\b", f"AUTOGRADER_{name}") for name in ENGINE_VARIABLES],
     # the course guard moved from autograder/course.py (now the Course object) to autograder/guard.py
@@ -33,6 +34,8 @@ RULES = [
     (r"\bbpe_preload\b", "autograder_preload"),
     (r"\bbpe-labs-sandbox\b", "autograder-sandbox"),
     (r"/opt/bpe-labs-venv\b", "/opt/autograder-venv"),
+    (r"\bbpe-labs (sandbox|zygote):", r"autograder \1:"),
+    (r"bpe-labs-stand-in\b", "autograder-stand-in"),  # after "\\x00" in codec.py: no word boundary
 ]
 # The checkout's root is the course's now: tests, benchmarks and CI scripts take it from there (the
 # engine has no root of its own: it gets the course's folders from the Course object).

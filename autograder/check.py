@@ -44,7 +44,7 @@ class StudentFunction:
         return self.session.call(self.__name__, *args, **kwargs)
 
     def call_with_time_limit(self, seconds: float, *args, **kwargs):
-        """One call with its own time limit: see ``bpe_labs.hidden.call_with_time_limit``."""
+        """One call with its own time limit: what a course's ``call_with_time_limit`` helper for hidden tests calls."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
         usual = self.session.limits
@@ -55,7 +55,7 @@ class StudentFunction:
             self.session.limits = usual
 
     def call_each(self, argument_lists: list) -> list:
-        """Many calls in one round trip: see ``bpe_labs.hidden.call_each``."""
+        """Many calls in one round trip: what a course's ``call_each`` helper for hidden tests calls."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
         return self.session.call_each(self.__name__, argument_lists)

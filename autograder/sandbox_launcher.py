@@ -159,7 +159,7 @@ def main():
         try:
             enter_boundary(settings, parent_alive)
         except BaseException as error:  # say why in the kernel log; the grader sees the kernel die
-            print(f"bpe-labs sandbox: could not enter the boundary: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            print(f"autograder sandbox: could not enter the boundary: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             os._exit(71)
         # The log file (outside the boundary) stays the launcher's: the kernel's own stdout and
         # stderr go nowhere, so a notebook cannot write outside its folder through them.
@@ -215,7 +215,7 @@ def zygote():
     if os.getppid() != grader:
         sys.exit(0)
     if not preload(["ipykernel.kernelapp"]):
-        print("bpe-labs zygote: a thread is running after importing ipykernel; refusing to fork", file=sys.stderr, flush=True)
+        print("autograder zygote: a thread is running after importing ipykernel; refusing to fork", file=sys.stderr, flush=True)
         sys.exit(3)
     def reap(*_):
         # Reaped here (not ignored) so that the kernels' CPU time counts towards this process's

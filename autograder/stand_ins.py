@@ -19,7 +19,7 @@ from autograder.kernel import KernelSession
 from autograder.labs import Part, Upstream
 
 # How many calls a reference answered for a student's failing helper, in this process: a timed
-# hidden test allows for their round trips (a course's helper reads it, e.g. bpe_labs.hidden).
+# hidden test allows for their round trips (a course's helper for hidden tests reads it).
 STAND_IN_CALLS = [0]
 
 

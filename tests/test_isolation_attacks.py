@@ -69,7 +69,7 @@ SETTINGS = Settings(limits=Limits(cell_seconds=10, call_seconds=2, notebook_seco
 TOKEN = "rt" + uuid.uuid4().hex[:11]  # 13 characters: fits a process name (15)
 # Text of the course that no output may carry: solution and hidden-test markers, the reference's first line.
 COURSE_MARKERS = ("### BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "Character-level BPE with a separate end-of-word symbol")
-REFERENCE = REPO_ROOT / "autograder" / "reference" / "char_bpe.py"
+REFERENCE = REPO_ROOT / "bpe_labs" / "reference" / "char_bpe.py"
 LAUNCHER = REPO_ROOT / "autograder" / "sandbox_launcher.py"
 VICTIMS = ("victim-py.txt", "victim-py-2.txt", "victim-libc.txt", "victim-libc-2.txt")
 HONEST_FILES = (HONEST, CLASSMATE, NEIGHBOUR)
