@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -45,8 +46,11 @@ class Course:
         return _package_folders(self.trusted_modules)
 
     def package_folders(self) -> list[Path]:
-        """Folders of the top-level packages of the trusted modules (what a kernel may not read)."""
-        return _package_folders(name.split(".")[0] for name in self.trusted_modules)
+        """Folders of the top-level packages of the trusted modules (what a kernel may not read): the
+        one imported, and any other copy on the Python path (an installed one beside a checkout)."""
+        names = list(dict.fromkeys(name.split(".")[0] for name in self.trusted_modules))
+        copies = [Path(entry or ".").resolve() / name for entry in sys.path for name in names]
+        return list(dict.fromkeys([*_package_folders(names), *(path for path in copies if path.is_dir())]))
 
     def trusted_files(self) -> list[Path]:
         """The source files of the trusted modules (a package: every ``.py`` beneath it)."""

@@ -123,24 +123,33 @@ def test_a_solution_notebook_runs_with_nbconvert_from_any_folder(installed, tmp_
     assert any("bpe_labs.reference" in cell.source for cell in code)
 
 
-def test_a_kernel_cannot_read_the_installed_course(installed, tmp_path):
-    """The course's files and reference answers lie in the environment's site-packages, which a
-    kernel must read (its Python); the course's package is carved out, its data folder only is not."""
-    code = """
-import json, tempfile
+KERNEL_PROBE = """
+import json, sys, tempfile
 from pathlib import Path
-import bpe_labs
 from autograder.kernel import KernelSession, Limits
-targets = {"solution": bpe_labs.ROOT / "solutions" / "toy_bpe.ipynb",
-           "reference": bpe_labs.PACKAGE_DIR / "reference" / "char_bpe.py",
-           "document": next((bpe_labs.ROOT / "data" / "documents").glob("*.md"))}
+installed = Path(sys.argv[1])
+targets = {"solution": installed / "bpe_labs" / "files" / "solutions" / "toy_bpe.ipynb",
+           "reference": installed / "bpe_labs" / "reference" / "char_bpe.py",
+           "document": next((installed / "bpe_labs" / "files" / "data" / "documents").glob("*.md"))}
+assert all(path.is_file() for path in targets.values())
 probe = "import ctypes, json; libc = ctypes.CDLL(None); print(json.dumps({name: libc.open(path.encode(), 0) >= 0 for name, path in %r.items()}))"
 with tempfile.TemporaryDirectory() as folder:
     with KernelSession(Path(folder) / "work", Limits(cell_seconds=30)) as session:
         run = session.run_cell(probe % {name: str(path) for name, path in targets.items()}, capture=True)
         print(json.dumps([session.isolation, json.loads(run.stdout.strip().splitlines()[-1])]))
 """
-    isolation, readable = json.loads(run(installed, "python", "-c", code, cwd=tmp_path).stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("copies", ["installed", "checkout-first"])
+def test_a_kernel_cannot_read_the_installed_course(installed, tmp_path, copies):
+    """The installed course's files and reference answers lie where a kernel may read (next to its
+    Python's packages): the course's package is carved out, its data folder only is not; also when
+    another copy of the course (this checkout) is the one imported."""
+    command = ["python", "-c", KERNEL_PROBE, str(installed)]
+    if copies == "checkout-first":
+        command[2] = f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r})\n" + KERNEL_PROBE
+    isolation, readable = json.loads(run(installed, *command, cwd=tmp_path).stdout.strip().splitlines()[-1])
     if not isolation.startswith("landlock"):
         pytest.skip(f"no kernel boundary here: {isolation}")
-    assert readable == {"solution": False, "reference": False, "document": True}
+    # the data folder a kernel reads is the graded course's: the other copy's stays closed too
+    assert readable == {"solution": False, "reference": False, "document": copies == "installed"}
