@@ -39,7 +39,8 @@ RULES = [
 ]
 # The checkout's root is the course's now: tests, benchmarks and CI scripts take it from there (the
 # engine has no root of its own: it gets the course's folders from the Course object).
-OUTSIDE_ENGINE = [(r"from autograder import REPO_ROOT\b", "from bpe_labs import ROOT as REPO_ROOT")]
+OUTSIDE_ENGINE = [(r"from autograder import REPO_ROOT, (.+)", r"from bpe_labs import ROOT as REPO_ROOT\nfrom autograder import \1"),
+                  (r"from autograder import REPO_ROOT$", "from bpe_labs import ROOT as REPO_ROOT")]
 SUFFIXES = {".py", ".ipynb", ".md", ".yml", ".yaml", ".toml", ".txt", ".cfg", ".sh", ""}
 SKIP = {Path(".ci/rename_split.py")}
 
@@ -55,7 +56,7 @@ def files() -> list[Path]:
 def rewrite(text: str, path: Path = Path()) -> str:
     rules = RULES if path.parts[:1] == ("autograder",) else RULES + OUTSIDE_ENGINE
     for pattern, replacement in rules:
-        text = re.sub(pattern, replacement, text)
+        text = re.sub(pattern, replacement, text, flags=re.M)
     return text
 
 

@@ -37,7 +37,8 @@ import pytest
 
 from attacks import (CLASSMATE, HONEST, NEIGHBOUR, Targets, attack_list, correct_notebook, example_targets, holes_in,
                      report_of, stand_in_hog_notebook, write_submissions)
-from bpe_labs import ROOT as REPO_ROOT, gradebook, report
+from autograder import gradebook, report
+from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder
 from autograder.grade import Settings
 from autograder.kernel import Limits
