@@ -9,7 +9,6 @@ PYTHON_MIN := $(firstword $(PYTHON_VERSIONS))
 PYTHON_MAX := $(lastword $(PYTHON_VERSIONS))
 PY := $(VENV)/bin/python
 OUT ?= out
-export PYTHONPATH := $(CURDIR)
 
 .PHONY: setup demo notebooks examples test test-subset python-versions check-python bench clean
 
@@ -27,11 +26,14 @@ define check_python
 	@$(PYTHON) -c '$(CHECK_PYTHON)'
 endef
 
-$(VENV)/.installed: requirements.txt
+# The project itself is installed too (editable: the checkout is what runs), so that notebooks
+# run in plain Jupyter from any folder: their hidden tests import bpe_labs.reference.
+$(VENV)/.installed: requirements.txt pyproject.toml
 	$(check_python)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation --editable .
 	touch $@
 
 setup: $(VENV)/.installed
@@ -52,7 +54,7 @@ test: setup
 # CI on the other supported Pythons (.ci/run): every solution notebook under nbval, every docstring
 # example (which imports every module), every student notebook filled with its solutions run alone.
 test-subset: setup
-	$(PY) -m pytest solutions autograder tests/test_colab_alone.py
+	$(PY) -m pytest solutions autograder bpe_labs tests/test_colab_alone.py
 
 python-versions:
 	@echo $(PYTHON_VERSIONS)

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import REPO_ROOT
-from autograder.examples import load_cases
+from bpe_labs import ROOT as REPO_ROOT
+from bpe_labs.examples import load_cases
 from autograder.labs import get_lab
 
 

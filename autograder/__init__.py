@@ -1,4 +1,6 @@
-"""BPE Labs autograder: builds student notebooks from the solution sources and grades handed-in notebooks.
+"""An autograder for Jupyter notebook courses, on nbgrader: releases student notebooks from the
+solution sources and grades handed-in notebooks. It knows nothing about any course: it receives the
+course as one object (``autograder.course.Course``).
 
 The grading pipeline is a row of small steps, after nbgrader's preprocessors:
 intake (read the file, recognise the lab) -> repair (match cells to the release, restore
@@ -7,8 +9,6 @@ hidden tests in this process against proxies of the student's functions) -> reco
 (nbgrader gradebook, grades.csv, feedback, class report).
 """
 from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # nbformat's validator loads jsonschema, which imports the optional rfc3987_syntax (a URI
 # grammar, 1.6 CPU-s at every start) only to check "uri" formats no notebook uses. Measured in

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
-from autograder.course import CourseChanged, CourseGuard, course_files
+from autograder.guard import CourseChanged, CourseGuard, course_files
 from autograder.grade import Settings, error_result, grade_file
 from autograder.identity import Roster
 from autograder.intake import file_sha256, find_submissions, read_submission

@@ -45,7 +45,7 @@ class StudentFunction:
         return self.session.call(self.__name__, *args, **kwargs)
 
     def call_with_time_limit(self, seconds: float, *args, **kwargs):
-        """One call with its own time limit: see ``autograder.hidden.call_with_time_limit``."""
+        """One call with its own time limit: what a course's ``call_with_time_limit`` helper for hidden tests calls."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
         usual = self.session.limits
@@ -56,7 +56,7 @@ class StudentFunction:
             self.session.limits = usual
 
     def call_each(self, argument_lists: list) -> list:
-        """Many calls in one round trip: see ``autograder.hidden.call_each``."""
+        """Many calls in one round trip: what a course's ``call_each`` helper for hidden tests calls."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
         return self.session.call_each(self.__name__, argument_lists, within=self.deadline - time.monotonic())
@@ -113,7 +113,7 @@ def _run_part(session: KernelSession, part: Part, seconds: float) -> PartResult:
     except KernelDied as died:
         return PartResult(part.part_id, 0, part.points, f"{died} while running your code (memory limit, exit or crash)")
     except Exception as error:
-        said = getattr(error, "bpe_labs_student", None)
+        said = getattr(error, "autograder_student", None)
         if said:
             return PartResult(part.part_id, 0, part.points, f"on a hidden test input, {said}")
         if isinstance(error, StudentRaised):

@@ -1,4 +1,5 @@
-"""``python -m autograder``: build the student notebooks, grade a folder, make the examples."""
+"""``python -m autograder``: grade a folder, build the student notebooks, build a Gradescope zip; and the
+commands of the course (``--course module:attr``, else the installed one: ``autograder.course``)."""
 from __future__ import annotations
 
 import argparse
@@ -6,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from autograder import REPO_ROOT
+from autograder.course import Course, current, use
 
 
 def _grade(args) -> int:
@@ -49,48 +50,33 @@ def _grade(args) -> int:
     return 0
 
 
+def shown(path: Path) -> Path:
+    """``path`` relative to the course's root if it lies there (what ``wrote ...`` lines print)."""
+    root = current().root
+    return path.relative_to(root) if path.is_relative_to(root) else path
+
+
 def _build(args) -> int:
-    from autograder.build import build
+    from autograder.release import release
 
-    for path in build(Path(args.out)):
-        print(f"wrote {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
+    for path in release(Path(args.out)):
+        print(f"wrote {shown(path)}")
     return 0
 
 
-def _examples(args) -> int:
-    from autograder.examples import write_examples
-
-    for path in write_examples(Path(args.out)):
-        print(f"wrote {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
-    return 0
-
-
-def _standins(args) -> int:
-    from autograder.standins import write_all
-
-    for path in write_all(Path(args.out), full_size=args.full_size):
-        print(f"wrote {path}")
-    return 0
-
-
-def _execute_solutions(args) -> int:
-    from autograder.solutions import execute_solutions
-
-    for path in execute_solutions(args.labs or None):
-        print(f"executed {path.relative_to(REPO_ROOT)}")
-    return 0
-
-
-def _fetch_data(args) -> int:
-    from autograder.standins import fetch_real_corpora
-
-    for line in fetch_real_corpora(Path(args.out)):
-        print(line)
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+def main(argv: list[str] | None = None, course: Course | str | None = None, prog: str = "python -m autograder") -> int:
+    """The command line, for ``course`` (default: ``--course``, else the one ``autograder.course`` finds)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--course")
+    known, argv = first.parse_known_args(argv)
+    try:
+        course = use(known.course or course or current())
+    except (LookupError, ImportError, TypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    parser = argparse.ArgumentParser(prog=prog, description=f"{__doc__}\nCourse: {course.name} ({course.spec}).")
+    parser.add_argument("--course", help="the course to use, as module:attr (default: the installed course)")
     commands = parser.add_subparsers(dest="command", required=True)
 
     grade = commands.add_parser("grade", help="grade a folder of handed-in notebooks")
@@ -110,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--tls-key", help="Dask: this client's private key")
     grade.add_argument("--insecure", action="store_true",
                        help="Dask: allow a scheduler on another machine without TLS and client certificates")
-    grade.add_argument("--data-dir", default=os.environ.get("BPE_LABS_DATA", str(REPO_ROOT / "data" / "standins")),
-                       help="corpora the notebooks load (default: $BPE_LABS_DATA, else the stand-ins in data/standins)")
+    grade.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
+                       help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
     grade.add_argument("--cell-timeout", type=float, default=60, help="seconds one cell may run (default 60)")
     grade.add_argument("--call-timeout", type=float, default=10, help="seconds one call of a student function may run (default 10)")
     grade.add_argument("--part-timeout", type=float, default=60, help="seconds the hidden tests of one part may run (default 60)")
@@ -131,31 +117,16 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(run=_grade)
 
-    build = commands.add_parser("build", help="regenerate the student notebooks from solutions/")
-    build.add_argument("--out", default=str(REPO_ROOT / "notebooks"))
+    build = commands.add_parser("build", help="regenerate the student notebooks from the solution notebooks")
+    build.add_argument("--out", default=str(course.notebooks))
     build.set_defaults(run=_build)
-
-    examples = commands.add_parser("examples", help="regenerate the example submissions from examples/*.yaml")
-    examples.add_argument("--out", default=str(REPO_ROOT / "examples" / "submissions"))
-    examples.set_defaults(run=_examples)
-
-    standins = commands.add_parser("standins", help="write the stand-in corpora")
-    standins.add_argument("--out", default=str(REPO_ROOT / "data" / "standins"))
-    standins.add_argument("--full-size", action="store_true", help="as large as the real corpora (for benchmarks)")
-    standins.set_defaults(run=_standins)
-
-    execute = commands.add_parser("execute-solutions", help="run the solution notebooks in place (refresh stored outputs)")
-    execute.add_argument("labs", nargs="*")
-    execute.set_defaults(run=_execute_solutions)
-
-    fetch = commands.add_parser("fetch-data", help="download the real corpora (needs the internet)")
-    fetch.add_argument("--out", default=str(REPO_ROOT / "data"))
-    fetch.set_defaults(run=_fetch_data)
 
     from autograder.gradescope import add_build_arguments
 
     add_build_arguments(commands.add_parser("gradescope", help="build Gradescope's autograder zip for one lab "
                                                                "(docs/GRADESCOPE.md)"))
+    if course.add_commands:
+        course.add_commands(commands)
 
     args = parser.parse_args(argv)
     return args.run(args)

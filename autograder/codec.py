@@ -266,7 +266,7 @@ def changed_since(namespace, keys_json):
 # The stand-in holds no reference code: it sends its arguments to the grader through the kernel's
 # stdin channel (an input request) and returns the grader's answer. The grader answers only while
 # the part that needs it is being graded, so a copy kept for later is worth nothing.
-STAND_IN_REQUEST = "\x00bpe-labs-stand-in "
+STAND_IN_REQUEST = "\x00autograder-stand-in "
 _ORIGINALS = {}
 _MISSING = object()
 

@@ -1,78 +1,127 @@
-"""The course files the grader trusts, hashed before grading and checked before every result is kept.
+"""The course the engine grades: one object naming its folders, its labs' metadata key, the Python
+packages its hidden tests import and what a student's kernel may read. The engine knows nothing
+else about a course.
 
-Hidden tests import the reference code (``autograder/reference``) into the grader's process, the
-solution notebooks hold the hidden tests and points, the released notebooks decide what a repair
-restores. A kernel that managed to change any of them could run code in the grader or forge
-grades, so a batch refuses to go on the moment one of them differs from what it was at the start.
+The course is found, in this order: ``use()`` (``--course module:attr`` on the command line), the
+``AUTOGRADER_COURSE`` environment variable (``module:attr``; grading processes inherit it), else the
+one course installed under the ``autograder.courses`` entry point group.
 """
 from __future__ import annotations
 
-import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Callable
 
-from autograder import REPO_ROOT
-
-
-class CourseChanged(RuntimeError):
-    """A course file changed while grading: nothing graded from then on can be trusted."""
+ENTRY_POINT_GROUP = "autograder.courses"
+COURSE_VARIABLE = "AUTOGRADER_COURSE"
 
 
-def course_files(lab_ids: list[str] | None = None, root: Path = REPO_ROOT) -> list[Path]:
-    """What the grader reads or imports while it grades: the labs' solutions (hidden tests, points)
-    and released notebooks (all labs, or those of ``lab_ids``), the reference code and helpers that
-    hidden tests import. (The grader's other modules are in memory before the first kernel starts.)"""
-    root = Path(root)
-    labs = ["*"] if lab_ids is None else list(lab_ids)
-    found = [path for lab in labs for folder in ("solutions", "notebooks") for path in root.glob(f"{folder}/{lab}.ipynb")]
-    found += [*root.glob("autograder/reference/**/*.py"), root / "autograder" / "hidden.py"]
-    return sorted(path for path in found if "__pycache__" not in path.parts)
+@dataclass(frozen=True)
+class Course:
+    name: str  # shown in reports and logs
+    spec: str  # "module:attr" that loads this object again (grading processes, Gradescope)
+    root: Path  # the folder holding the course's files: no kernel may read it
+    solutions: Path  # nbgrader source notebooks: solutions, hidden tests, points (one lab each)
+    notebooks: Path  # the released student notebooks
+    data: Path  # the course's data folder: a kernel may read it, and sees it as ./data
+    default_data: Path  # the corpora notebooks load unless the instructor names others
+    metadata_key: str  # notebook metadata key naming a lab: {key: {"lab": ..., "title": ..., "order": ...}}
+    data_variable: str  # environment variable through which notebooks find their corpora
+    # Modules and packages hidden tests import: hashed and imported before grading, checked before
+    # every result is kept, never readable by a kernel (the folders of their top-level packages).
+    trusted_modules: tuple[str, ...] = ()
+    examples: Path | None = None  # example submissions (examples/submissions) and their expected points
+    # Applied to every cell's source before nbgrader's release steps (links, embedded files).
+    prepare_source: Callable[[str], str] | None = None
+    # Adds the course's own subcommands to the command line (argparse sub-parsers).
+    add_commands: Callable | None = None
+
+    def trusted_folders(self) -> list[Path]:
+        """Folders of the trusted packages (where a new module would be imported from by a hidden test)."""
+        return _package_folders(self.trusted_modules)
+
+    def package_folders(self) -> list[Path]:
+        """Folders of the top-level packages of the trusted modules (what a kernel may not read): the
+        one imported, and any other copy on the Python path (an installed one beside a checkout)."""
+        names = list(dict.fromkeys(name.split(".")[0] for name in self.trusted_modules))
+        copies = [Path(entry or ".").resolve() / name for entry in sys.path for name in names]
+        return list(dict.fromkeys([*_package_folders(names), *(path for path in copies if path.is_dir())]))
+
+    def trusted_files(self) -> list[Path]:
+        """The source files of the trusted modules (a package: every ``.py`` beneath it)."""
+        files = []
+        for name in self.trusted_modules:
+            found = importlib.util.find_spec(name)
+            if found is None:
+                raise ModuleNotFoundError(f"course {self.name}: no module {name}")
+            if found.submodule_search_locations:
+                for location in found.submodule_search_locations:
+                    files += [path for path in Path(location).rglob("*.py") if "__pycache__" not in path.parts]
+            elif found.origin:
+                files.append(Path(found.origin))
+        return sorted(set(files))
+
+    def private_folders(self) -> list[Path]:
+        """What a student's kernel must never read: the course's files and trusted packages."""
+        return list(dict.fromkeys([Path(self.root).resolve(), *self.package_folders()]))
 
 
-def fingerprint(files: list[Path]) -> dict[str, str]:
-    """File -> SHA-256 of its bytes ("missing" for a file that is gone)."""
-    hashes = {}
-    for path in files:
-        try:
-            hashes[str(path)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        except OSError:
-            hashes[str(path)] = "missing"
-    return hashes
+def _package_folders(names) -> list[Path]:
+    folders = []
+    for name in names:
+        found = importlib.util.find_spec(name)
+        if found and found.submodule_search_locations:
+            folders += [Path(location).resolve() for location in found.submodule_search_locations]
+    return list(dict.fromkeys(folders))
 
 
-def digest(hashes: dict[str, str]) -> str:
-    """One short hash for all files: what a stored result's ``sources`` must equal to be reused."""
-    return hashlib.sha256("\n".join(f"{name} {value}" for name, value in sorted(hashes.items())).encode()).hexdigest()[:16]
+_current: Course | None = None
 
 
-class CourseGuard:
-    """Takes the course's fingerprint once; :meth:`check` raises :class:`CourseChanged` if it moved."""
+def load(spec: str) -> Course:
+    """The course object named by ``"module:attr"``."""
+    module_name, _, attribute = spec.partition(":")
+    course = getattr(importlib.import_module(module_name), attribute or "COURSE")
+    if not isinstance(course, Course):
+        raise TypeError(f"{spec} is a {type(course).__name__}, not an autograder.course.Course")
+    return course
 
-    def __init__(self, files: list[Path] | None = None, module_folders: list[Path] | None = None):
-        self.files = list(files) if files is not None else course_files()
-        self.preload()
-        # where a new module would be imported by a hidden test
-        self.module_folders = module_folders if module_folders is not None else [REPO_ROOT / "autograder" / "reference"]
-        self.hashes = fingerprint(self.files)
-        self.digest = digest(self.hashes)
 
-    def check(self) -> None:
-        now = fingerprint(self.files)
-        new = [path for folder in self.module_folders for path in Path(folder).rglob("*.py") if "__pycache__" not in path.parts]
-        now.update({str(path): "new" for path in new if str(path) not in now})
-        changed = sorted(name for name in set(now) | set(self.hashes) if now.get(name) != self.hashes.get(name))
-        if changed:
-            raise CourseChanged("course files changed while grading, so no further result can be trusted: "
-                                + ", ".join(changed[:10]) + " (restore them, e.g. with git, and run the same command again)")
+def installed() -> dict[str, str]:
+    """Entry point name -> "module:attr" of every installed course."""
+    return {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
 
-    @staticmethod
-    def preload() -> None:
-        """Import every module hidden tests import, now: workers forked later never read them from
-        disk, and a change after this point is caught by :meth:`check` before any result is kept."""
-        import importlib
-        import pkgutil
 
-        import autograder.reference as reference
+def find() -> Course:
+    spec = os.environ.get(COURSE_VARIABLE)
+    if spec:
+        return load(spec)
+    courses = installed()
+    if len(courses) == 1:
+        return load(next(iter(courses.values())))
+    if not courses:
+        raise LookupError(f"no course: install one (entry point group {ENTRY_POINT_GROUP}), pass --course "
+                          f"module:attr or set {COURSE_VARIABLE}")
+    raise LookupError(f"{len(courses)} courses are installed ({', '.join(sorted(courses))}): pass --course "
+                      f"module:attr or set {COURSE_VARIABLE}")
 
-        importlib.import_module("autograder.hidden")
-        for module in pkgutil.walk_packages(reference.__path__, "autograder.reference."):
-            importlib.import_module(module.name)
+
+def use(course: Course | str) -> Course:
+    """Grade ``course`` from now on, in this process and in the grading processes it starts."""
+    global _current
+    _current = load(course) if isinstance(course, str) else course
+    os.environ[COURSE_VARIABLE] = _current.spec
+    return _current
+
+
+def current() -> Course:
+    """The course being graded (found once, see the module docstring)."""
+    global _current
+    if _current is None or _current.spec != os.environ.get(COURSE_VARIABLE, _current.spec):
+        _current = find()
+    return _current

@@ -23,21 +23,20 @@ import traceback
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from autograder import REPO_ROOT
 from autograder.check import hidden_test_names, run_part
+from autograder.course import current
 from autograder.intake import read_submission
 from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
 from autograder.labs import get_lab, release_cells
 from autograder.repair import Step, repair
 from autograder.result import GRADER_ERROR, GradeResult, MalformedResult
 
-DEFAULT_DATA_DIR = REPO_ROOT / "data" / "standins"
 
 
 @dataclass(frozen=True)
 class Settings:
     limits: Limits = field(default_factory=Limits)
-    data_dir: Path = DEFAULT_DATA_DIR
+    data_dir: Path | None = None  # None: the course's default corpora
     part_seconds: float = 60.0
     denied: tuple[Path, ...] = ()
     # Address-space cap of each local grading worker process (0: none); see autograder.workers.
@@ -179,7 +178,7 @@ def release_imports(lab_id: str) -> tuple[str, ...]:
 
 
 def _session(workdir: str, name: str, settings: Settings, started: float, lab_id: str) -> KernelSession:
-    session = KernelSession(Path(workdir) / name, settings.limits, Path(settings.data_dir).resolve(), settings.denied,
+    session = KernelSession(Path(workdir) / name, settings.limits, Path(settings.data_dir or current().default_data).resolve(), settings.denied,
                             preload=release_imports(lab_id))
     session._started_at = started  # one clock for everything done for this file
     return session

@@ -64,7 +64,7 @@ def prepare(db_path: Path, lab_ids: list[str] | None = None) -> None:
     """Create the gradebook if needed and register the labs' graded cells (only those missing)."""
     from nbgrader import api as nbgrader_api
 
-    from autograder.build import db_url_for, register_labs
+    from autograder.release import db_url_for, register_labs
 
     nbgrader_api.get_alembic_version = _alembic_head
     labs = [get_lab(lab_id) for lab_id in lab_ids] if lab_ids is not None else list(all_labs().values())
@@ -81,7 +81,7 @@ def record(db_path: Path, result: GradeResult) -> None:
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning
 
-    from autograder.build import db_url_for
+    from autograder.release import db_url_for
 
     lab = get_lab(result.lab)
     with Gradebook(db_url_for(db_path)) as gradebook, warnings.catch_warnings():
@@ -100,7 +100,7 @@ def total_scores(db_path: Path) -> dict[tuple[str, str], float]:
     """(student, lab) -> score, as nbgrader computes it from the gradebook."""
     from nbgrader.api import Gradebook
 
-    from autograder.build import db_url_for
+    from autograder.release import db_url_for
 
     scores = {}
     with Gradebook(db_url_for(db_path)) as gradebook:
@@ -159,7 +159,7 @@ class Recorder:
         self.failed: BaseException | None = None  # what prepare raised there
         self.prepared_here = False
         self.helper = Background("gradebook recorder",
-                                 preload=[_without_server_extensions, "nbgrader.api", "autograder.build"])
+                                 preload=[_without_server_extensions, "nbgrader.api", "autograder.release"])
 
     def prepare(self, lab_ids: list[str] | None = None) -> None:
         """Have the gradebook created and ``lab_ids`` registered (every lab: None); returns at once."""

@@ -12,7 +12,7 @@ the engine and kernel isolation of ``python -m autograder grade``; this module o
 its result into Gradescope's ``results.json``: one test per graded part, whose output is the same
 feedback text as the HTML feedback (hidden-test inputs already redacted by the engine).
 
-``BPE_LABS_GRADESCOPE_ROOT`` replaces ``/autograder`` (tests unpack the zip into a temporary folder).
+``AUTOGRADER_GRADESCOPE_ROOT`` replaces ``/autograder`` (tests unpack the zip into a temporary folder).
 """
 from __future__ import annotations
 
@@ -26,17 +26,17 @@ import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from autograder import REPO_ROOT
+from autograder.course import Course, current, use
 from autograder.result import GRADED, GRADER_ERROR, NO_NOTEBOOK, GradeResult, PartScore
 
-ROOT_VARIABLE = "BPE_LABS_GRADESCOPE_ROOT"
+# The folder that holds this package: in an unpacked zip, Gradescope's /autograder/source.
+SOURCE = Path(__file__).resolve().parent.parent
+ROOT_VARIABLE = "AUTOGRADER_GRADESCOPE_ROOT"
 DEFAULT_ROOT = Path("/autograder")
 CONFIG_NAME = "gradescope.json"
 TEMPLATES = Path(__file__).with_name("gradescope_files")
 # Test visibilities of Gradescope's specification.
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
-# Top-level folders of the repository that are not part of the kit a grader needs.
-NOT_SHIPPED = {"tests", "benchmarks", "examples", "docs", "out", "build", "dist"}
 # A fixed time stamp: the same sources give the same zip, byte for byte.
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)
 STUDENT_ID = "submission"
@@ -54,6 +54,7 @@ class GradescopeConfig:
     visibility: str = "visible"
     limits: dict = field(default_factory=dict)  # autograder.kernel.Limits fields
     part_seconds: float = 60.0
+    course: str = ""  # the course object, as module:attr
 
     @classmethod
     def read(cls, source: Path) -> "GradescopeConfig":
@@ -62,11 +63,33 @@ class GradescopeConfig:
 
 # -- building the zip ---------------------------------------------------------------------------
 
-def kit_packages(repo_root: Path = REPO_ROOT) -> list[Path]:
-    """The importable packages at the repository's top level (the engine, and the course if it
-    has a package of its own)."""
-    return sorted(path for path in repo_root.iterdir()
-                  if path.is_dir() and (path / "__init__.py").is_file() and path.name not in NOT_SHIPPED)
+def kit_packages(course: Course | None = None) -> list[Path]:
+    """The packages grading needs: the engine, the course's package and the packages its hidden
+    tests import (wherever they are installed)."""
+    import importlib.util
+
+    course = course or current()
+    found = importlib.util.find_spec(course.spec.partition(":")[0].split(".")[0])
+    folders = [Path(__file__).resolve().parent, *course.package_folders(),
+               *[Path(p).resolve() for p in (found.submodule_search_locations or []) if found]]
+    return list(dict.fromkeys(folders))
+
+
+def requirements(course: Course | None = None) -> bytes:
+    """What setup.sh installs: the course's requirements.txt in a checkout, else the requirements of
+    the installed distribution that holds the engine."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, requires
+
+    course = course or current()
+    listed = Path(course.root) / "requirements.txt"
+    if listed.is_file():
+        return listed.read_bytes()
+    for distribution in packages_distributions().get(__package__, []):
+        try:
+            return "".join(f"{line}\n" for line in requires(distribution) or [] if "extra ==" not in line).encode()
+        except PackageNotFoundError:
+            continue
+    raise FileNotFoundError("no requirements.txt beside the course and no installed distribution of the engine")
 
 
 def _tree(folder: Path) -> list[Path]:
@@ -78,31 +101,37 @@ def zip_members(lab_id: str, data_dir: Path | None = None) -> tuple[dict[str, Pa
     """Archive name -> file on disk, for every course file the lab's grading needs; and the name
     inside the zip of the folder the notebooks load corpora from.
 
-    Data: the course's ``data/`` folder, which the student's kernel sees as ``./data`` (the lab
-    documents, the stand-in corpora); and ``data_dir`` (default: the command line's, the stand-ins)
-    as ``data/course/`` if it lies outside the repository.
+    The zip's ``source/`` is laid out as a checkout: the packages at its top, the course's files
+    where they lie under the course's root (``solutions/``, ``notebooks/``, ``data/``), whether the
+    course runs from a checkout or is installed (its files then lie in the package, left out here).
+    Data: the course's data folder, which the student's kernel sees as ``./data`` (the lab
+    documents, the stand-in corpora); and ``data_dir`` (default: the course's default corpora)
+    as ``data/course/`` if it lies outside the course's data folder.
     """
-    from autograder.grade import DEFAULT_DATA_DIR
     from autograder.labs import get_lab
 
+    course = current()
+    root = Path(course.root).resolve()
     lab = get_lab(lab_id)
     members: dict[str, Path] = {}
 
     def add(path: Path, name: str | None = None) -> None:
-        members[name or path.relative_to(REPO_ROOT).as_posix()] = path
+        members[name or path.resolve().relative_to(root).as_posix()] = path
 
-    for package in kit_packages():
+    for package in kit_packages(course):
+        holds_course = root.is_relative_to(package)  # an installed course: its files lie in its package
         for path in _tree(package):
-            add(path)
+            if not (holds_course and path.resolve().is_relative_to(root)):  # only the lab's, below
+                add(path, f"{package.name}/{path.relative_to(package).as_posix()}")
     add(lab.solution_path)
     add(lab.student_path)
-    add(REPO_ROOT / "requirements.txt")
-    for path in _tree(REPO_ROOT / "data"):
+    for path in _tree(Path(course.data)):
         add(path)
-    data_dir = Path(data_dir or DEFAULT_DATA_DIR).resolve()
+    data_dir = Path(data_dir or course.default_data).resolve()
     if not data_dir.is_dir():
         raise FileNotFoundError(f"no data folder {data_dir}")
-    shipped_data = data_dir.relative_to(REPO_ROOT).as_posix() if data_dir.is_relative_to(REPO_ROOT) else "data/course"
+    inside = data_dir.is_relative_to(Path(course.data).resolve())
+    shipped_data = data_dir.relative_to(root).as_posix() if inside else "data/course"
     for path in _tree(data_dir):
         add(path, f"{shipped_data}/{path.relative_to(data_dir).as_posix()}")
     return members, shipped_data
@@ -116,13 +145,14 @@ def build_zip(lab_id: str, out: Path, data_dir: Path | None = None, visibility: 
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
     members, shipped_data = zip_members(lab_id, data_dir)
-    config = GradescopeConfig(lab_id, shipped_data, visibility, asdict(limits or Limits()), part_seconds)
+    config = GradescopeConfig(lab_id, shipped_data, visibility, asdict(limits or Limits()), part_seconds, current().spec)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for script in ("setup.sh", "run_autograder"):
             _write(archive, script, (TEMPLATES / script).read_bytes(), executable=True)
         _write(archive, CONFIG_NAME, (json.dumps(asdict(config), indent=1) + "\n").encode())
+        _write(archive, "requirements.txt", requirements())
         for name, path in sorted(members.items()):
             _write(archive, name, path.read_bytes())
     return out
@@ -212,7 +242,8 @@ def grade_submission(root: Path) -> dict:
     from autograder.kernel import Limits
     from autograder.labs import get_lab
 
-    config = GradescopeConfig.read(REPO_ROOT)
+    config = GradescopeConfig.read(SOURCE)
+    course = use(config.course)
     lab = get_lab(config.lab)
     notebook, problem = find_notebook(root / "submission")
     if notebook is None:
@@ -220,7 +251,7 @@ def grade_submission(root: Path) -> dict:
     else:
         # The whole Gradescope root is off limits to the student's kernel: the hidden tests in
         # source/, this submission's results/ (results.json must come from the grader alone).
-        settings = Settings(limits=Limits(**config.limits), data_dir=REPO_ROOT / config.data_dir,
+        settings = Settings(limits=Limits(**config.limits), data_dir=Path(course.root) / config.data_dir,
                             part_seconds=config.part_seconds, denied=(Path(root).resolve(),))
         result = grade_file(notebook, STUDENT_ID, settings)
         print(f"graded {notebook.name}: {result.status}, score {result.score} / {result.max_score}, "
@@ -234,7 +265,7 @@ def run(root: Path) -> int:
     """``run_autograder``'s work: results.json is always written, whatever the submission holds."""
     started = time.monotonic()
     root = Path(root)
-    print(f"BPE Labs autograder: course files in {REPO_ROOT}, Gradescope root {root}")
+    print(f"autograder: course files in {SOURCE}, Gradescope root {root}")
     try:
         results = grade_submission(root)
     except Exception:
@@ -253,7 +284,8 @@ def check() -> int:
     """For setup.sh: the kit imports and the shipped lab is readable."""
     from autograder.labs import get_lab
 
-    config = GradescopeConfig.read(REPO_ROOT)
+    config = GradescopeConfig.read(SOURCE)
+    use(config.course)
     lab = get_lab(config.lab)
     print(f"ready to grade {lab.lab_id} ({len(lab.parts)} parts, {_points(lab.max_score)} points)")
     return 0
@@ -266,10 +298,12 @@ def add_build_arguments(parser: argparse.ArgumentParser) -> None:
     from autograder.kernel import Limits
 
     defaults = Limits()
-    parser.add_argument("lab", help="the lab to grade, e.g. toy_bpe")
+    parser.add_argument("lab", help="the lab to grade (its id)")
     parser.add_argument("--out", default="autograder.zip", help="where to write the zip (default ./autograder.zip)")
-    parser.add_argument("--data-dir", default=os.environ.get("BPE_LABS_DATA"),
-                        help="corpora the notebooks load, shipped in the zip (default: $BPE_LABS_DATA, else the stand-ins)")
+    course = current()
+    parser.add_argument("--data-dir", default=os.environ.get(course.data_variable),
+                        help=f"corpora the notebooks load, shipped in the zip (default: ${course.data_variable}, "
+                             f"else {course.default_data})")
     parser.add_argument("--visibility", choices=VISIBILITIES, default="visible",
                         help="when students see the results (Gradescope's test visibility; default visible)")
     parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds, help="seconds one cell may run")

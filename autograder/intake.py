@@ -14,6 +14,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.course import current
 from autograder.identity import Identity, Roster, identify, tell_apart
 from autograder.labs import all_labs, nbgrader_meta, release_cells
 # Statuses of a row that could not be graded (named here for this module's callers too).
@@ -72,7 +73,7 @@ def _normalized(source: str) -> str:
 def recognise_lab(nb: nbformat.NotebookNode) -> str | None:
     """The lab of a notebook: its metadata if it names a known lab, else the best match of content."""
     labs = all_labs()
-    meta = nb.metadata.get("bpe_labs")
+    meta = nb.metadata.get(current().metadata_key)
     named = meta.get("lab") if isinstance(meta, dict) else None  # a tool may have written anything here
     if named in labs:
         return named

@@ -30,14 +30,15 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import LocalProvisioner
 
-from autograder import REPO_ROOT, codec, isolation
+from autograder import codec, isolation
+from autograder.course import current
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
 ISOLATION_MODULE = Path(__file__).with_name("isolation.py")
 # Never readable by a kernel, wherever it is installed (``pip install .`` puts it in site-packages).
 PACKAGE_DIR = Path(__file__).resolve().parent
-KERNEL_NAME = "bpe-labs-sandbox"
-CODEC_MODULE = "_bpe_labs_codec"
+KERNEL_NAME = "autograder-sandbox"
+CODEC_MODULE = "_autograder_codec"
 # Read once: every kernel of a run must speak the same protocol as this process, even if the
 # file is edited while a batch is running.
 CODEC_SOURCE = inspect.getsource(codec)
@@ -80,7 +81,7 @@ class IsolationUnavailable(RuntimeError):
 def copy_launcher(folder: Path) -> Path:
     """The kernel launcher and the isolation module it imports, copied into ``folder`` (so that a
     kernel never has the autograder package on its path); the launcher's path."""
-    shutil.copy(ISOLATION_MODULE, folder / "bpe_isolation.py")
+    shutil.copy(ISOLATION_MODULE, folder / "autograder_isolation.py")
     return Path(shutil.copy(LAUNCHER, folder / "launch_kernel.py"))
 
 
@@ -90,10 +91,10 @@ def isolation_status() -> str:
 
     ``"landlock-abi7+seccomp+netns+pidns+uid"`` when the boundary can be built here (probed once
     per process by starting the launcher in probe mode, which builds the boundary and exits);
-    ``"fence (...why...)"`` otherwise. ``BPE_LABS_ISOLATION=fence`` forces the fence (tests).
+    ``"fence (...why...)"`` otherwise. ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
     """
-    if os.environ.get("BPE_LABS_ISOLATION") == "fence":
-        return "fence (BPE_LABS_ISOLATION=fence)"
+    if os.environ.get("AUTOGRADER_ISOLATION") == "fence":
+        return "fence (AUTOGRADER_ISOLATION=fence)"
     if not sys.platform.startswith("linux"):
         return f"fence (no Landlock on {sys.platform})"
     abi = isolation.landlock_abi()
@@ -115,7 +116,7 @@ def isolation_status() -> str:
                     "connection_file": str(folder / "connection.json"), "disk_bytes": 1 << 20, "links": {},
                     "root_dir": str(folder / "root"),
                     "read_only": [str(p) for p in _python_and_system_folders()], "rlimits": Limits().rlimits()}
-        env = {"PATH": os.environ.get("PATH", ""), "BPE_LABS_SANDBOX": json.dumps(settings)}
+        env = {"PATH": os.environ.get("PATH", ""), "AUTOGRADER_SANDBOX": json.dumps(settings)}
         probe = subprocess.run([sys.executable, str(launcher)], env=env, capture_output=True,
                                text=True, timeout=60)
     if probe.returncode != 0:
@@ -187,7 +188,7 @@ class Zygote:
     forks a fresh kernel launcher on request (``sandbox_launcher.zygote``): a kernel then starts in
     a few milliseconds of CPU instead of 0.5 s, and ``import pandas`` in a notebook costs nothing.
     It is started from a clean environment, never forked from the grader, so a kernel inherits
-    none of the grader's memory (hidden tests, reference answers). ``BPE_LABS_ZYGOTE=0`` turns it off."""
+    none of the grader's memory (hidden tests, reference answers). ``AUTOGRADER_ZYGOTE=0`` turns it off."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -236,7 +237,7 @@ class ZygoteProvisioner(LocalProvisioner):
     async def launch_kernel(self, cmd: list[str], **kwargs):
         log = kwargs.get("stdout")
         process = ZYGOTE.spawn(cmd, dict(kwargs.get("env") or {}), str(kwargs.get("cwd") or os.getcwd()),
-                               getattr(log, "name", os.devnull), list(getattr(self.parent, "bpe_preload", ())))
+                               getattr(log, "name", os.devnull), list(getattr(self.parent, "autograder_preload", ())))
         if process is None:
             return await super().launch_kernel(cmd, **kwargs)
         self.process = process
@@ -268,7 +269,7 @@ def imported_modules(sources) -> tuple[str, ...]:
 
 
 def zygote_enabled() -> bool:
-    return os.environ.get("BPE_LABS_ZYGOTE", "1") != "0" and hasattr(os, "pidfd_open")
+    return os.environ.get("AUTOGRADER_ZYGOTE", "1") != "0" and hasattr(os, "pidfd_open")
 
 
 @dataclass
@@ -363,7 +364,7 @@ class KernelSession:
         launcher = copy_launcher(self._private)
         (spec_dir / "kernel.json").write_text(json.dumps({
             "argv": [sys.executable, str(launcher), "-f", "{connection_file}", "--HistoryManager.enabled=False"],
-            "display_name": "BPE Labs grading sandbox", "language": "python"}))
+            "display_name": "grading sandbox", "language": "python"}))
         self._specs = KernelSpecManager(kernel_dirs=[str(self._private / "kernels")])
         if not self.isolation.startswith("landlock"):
             self._link_course_data()  # in boundary mode the launcher links it inside its own tmpfs
@@ -394,15 +395,16 @@ class KernelSession:
                    TMPDIR=str(self.workdir / "tmp"), PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
                    OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", JUPYTER_RUNTIME_DIR=str(self._sockets),
                    PYTHONDONTWRITEBYTECODE="1")
+        course = current()
         if self.data_dir:
-            env["BPE_LABS_DATA"] = str(self.data_dir)
-        course_data = REPO_ROOT / "data"
+            env[course.data_variable] = str(self.data_dir)
+        course_data = course.data
         allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), course_data]
         if self.data_dir:
             allowed.append(self.data_dir)
         settings = {"mode": "boundary" if self.isolation.startswith("landlock") else "fence",
                     "memory_bytes": self.limits.memory_bytes,
-                    "denied": [str(p) for p in (REPO_ROOT, PACKAGE_DIR, *self.denied)],
+                    "denied": [str(p) for p in (*course.private_folders(), PACKAGE_DIR, *self.denied)],
                     "allowed": [str(p) for p in allowed]}
         if settings["mode"] == "boundary":
             settings.update(
@@ -412,7 +414,7 @@ class KernelSession:
                 links={"data": str(course_data)},
                 read_only=[str(p) for p in _python_and_system_folders() + [course_data] + ([self.data_dir] if self.data_dir else [])],
                 rlimits=self.limits.rlimits())
-        env["BPE_LABS_SANDBOX"] = json.dumps(settings)
+        env["AUTOGRADER_SANDBOX"] = json.dumps(settings)
         return env
 
     def _link_course_data(self) -> None:
@@ -420,7 +422,7 @@ class KernelSession:
         when a student runs a notebook from a clone of the repository."""
         link = self.workdir / "data"
         if not link.exists():
-            link.symlink_to(REPO_ROOT / "data", target_is_directory=True)
+            link.symlink_to(current().data, target_is_directory=True)
 
     def _start(self) -> None:
         # A new manager each time: shutting a kernel down terminates its manager's ZMQ context.
@@ -432,7 +434,7 @@ class KernelSession:
             self.km.kernel_id = f"bpe-{self._private.name}-{self.restarts}"
             self.km.provisioner = ZygoteProvisioner(kernel_id=self.km.kernel_id, kernel_spec=self.km.kernel_spec,
                                                     parent=self.km)
-            self.km.bpe_preload = self.preload
+            self.km.autograder_preload = self.preload
         self.km.write_connection_file()
         if self._uid is not None:  # readable by the kernel's uid alone; Landlock keeps it read-only
             os.chown(self.km.connection_file, self._uid, self._uid)
@@ -681,5 +683,5 @@ class KernelSession:
 
         kind = getattr(builtins, class_name) if builtin else None
         error = kind(message) if isinstance(kind, type) and issubclass(kind, Exception) else StudentRaised(f"{class_name}: {message}")
-        error.bpe_labs_student = f"{name} raised {class_name}: {message}"
+        error.autograder_student = f"{name} raised {class_name}: {message}"
         raise error

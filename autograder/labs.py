@@ -1,7 +1,7 @@
-"""The labs of the kit, discovered from the solution notebooks' metadata.
+"""The labs of the course, discovered from its solution notebooks' metadata.
 
-A lab is one nbgrader source notebook ``solutions/<lab_id>.ipynb`` whose notebook metadata
-says ``{"bpe_labs": {"lab": <lab_id>, "title": ..., "order": ...}}``. Everything the grader
+A lab is one nbgrader source notebook ``<course solutions>/<lab_id>.ipynb`` whose notebook metadata
+says ``{<course metadata key>: {"lab": <lab_id>, "title": ..., "order": ...}}``. Everything the grader
 needs to know about a lab (its parts, their points, the hidden tests) is read from there, so
 the solution notebook stays the single source.
 """
@@ -16,10 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import REPO_ROOT
-
-SOLUTIONS_DIR = REPO_ROOT / "solutions"
-NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+from autograder.course import current
 
 HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*$", re.M | re.S)
 
@@ -89,7 +86,7 @@ class Lab:
 
     @property
     def student_path(self) -> Path:
-        return NOTEBOOKS_DIR / f"{self.lab_id}.ipynb"
+        return current().notebooks / f"{self.lab_id}.ipynb"
 
     @property
     def max_score(self) -> float:
@@ -108,9 +105,10 @@ def nbgrader_meta(cell) -> dict:
 
 def read_lab(path: Path) -> Lab:
     nb = nbformat.read(path, as_version=4)
-    meta = nb.metadata.get("bpe_labs")
+    key = current().metadata_key
+    meta = nb.metadata.get(key)
     if not meta or "lab" not in meta:
-        raise ValueError(f"{path} has no 'bpe_labs' notebook metadata naming its lab")
+        raise ValueError(f"{path} has no {key!r} notebook metadata naming its lab")
     references = meta.get("references", {})
     # function -> earlier answer functions that could do its whole job (learn_bpe for learn_bpe_fast):
     # never stood in for while it is graded, or a student could blank one to have the reference do it.
@@ -133,10 +131,14 @@ def read_lab(path: Path) -> Lab:
     return Lab(meta["lab"], meta.get("title", meta["lab"]), int(meta.get("order", 99)), path, tuple(parts))
 
 
+def all_labs(solutions_dir: Path | None = None) -> dict[str, Lab]:
+    """Every lab in ``solutions_dir`` (default: the course's solutions), in course order."""
+    return _labs_in(Path(solutions_dir or current().solutions))
+
+
 @functools.lru_cache(maxsize=None)
-def all_labs(solutions_dir: Path = SOLUTIONS_DIR) -> dict[str, Lab]:
-    """Every lab in ``solutions_dir``, in course order."""
-    labs = [read_lab(path) for path in sorted(Path(solutions_dir).glob("*.ipynb"))]
+def _labs_in(solutions_dir: Path) -> dict[str, Lab]:
+    labs = [read_lab(path) for path in sorted(solutions_dir.glob("*.ipynb"))]
     return {lab.lab_id: lab for lab in sorted(labs, key=lambda lab: (lab.order, lab.lab_id))}
 
 

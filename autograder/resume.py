@@ -2,8 +2,8 @@
 
 A result file in ``OUT/results/`` is a result's JSON data (``GradeResult.to_json``) with a
 ``checksum``. It is reused only when (1) the ``checksum`` is the HMAC-SHA256 of the rest under a key
-kept outside OUT (by default ``~/.config/bpe-labs/resume.key``, made on first use, mode 0600;
-``$BPE_LABS_RESUME_KEY`` names another file), (2) the rest is a well-formed result (one an older
+kept outside OUT (by default ``~/.config/autograder/resume.key``, made on first use, mode 0600;
+``$AUTOGRADER_RESUME_KEY`` names another file), (2) the rest is a well-formed result (one an older
 version wrote, with fields since added or removed, is graded again), (3) the submission's bytes
 still hash to its ``sha256``, and (4) the course files hash to its ``sources`` (see course.py).
 Anyone who can write OUT but not the key cannot make a result the grader trusts.
@@ -19,12 +19,12 @@ from pathlib import Path
 
 from autograder.result import GradeResult, MalformedResult
 
-KEY_ENV = "BPE_LABS_RESUME_KEY"
+KEY_ENV = "AUTOGRADER_RESUME_KEY"
 CHECKSUM = "checksum"  # the one key of a result file that is not the result's own
 
 
 def key_path() -> Path:
-    return Path(os.environ.get(KEY_ENV) or Path.home() / ".config" / "bpe-labs" / "resume.key")
+    return Path(os.environ.get(KEY_ENV) or Path.home() / ".config" / "autograder" / "resume.key")
 
 
 def load_key(path: Path | None = None) -> bytes:

@@ -1,6 +1,6 @@
 """Start an IPython kernel for grading, behind a boundary the student's code cannot cross.
 
-Copied, with ``isolation.py`` beside it (as ``bpe_isolation.py``), into a folder the kernel can
+Copied, with ``isolation.py`` beside it (as ``autograder_isolation.py``), into a folder the kernel can
 neither write nor read, and run as a script: the kernel never has the autograder on its path.
 
 ``boundary`` mode (Linux with Landlock; the grader probes it first, see ``kernel.isolation_status``):
@@ -72,7 +72,7 @@ def install_fence(settings):
 
 
 def landlock_rules(settings, own_proc):
-    iso = bpe_isolation
+    iso = autograder_isolation
     rules = iso.rules_excluding(settings["read_only"], iso.READ_ONLY, settings["denied"])
     rules += [(settings["workdir"], iso.READ_WRITE), (settings["sockets_dir"], iso.SOCKETS_ONLY),
               (settings["connection_file"], iso.ACCESS_FS_READ_FILE),
@@ -85,7 +85,7 @@ def landlock_rules(settings, own_proc):
 
 def enter_boundary(settings, parent_alive_fd):
     """Run in process 1 of the new PID namespace: every step of the boundary, in order."""
-    iso = bpe_isolation
+    iso = autograder_isolation
     uid, gid = settings.get("uid"), settings.get("gid")
     workdir, new_root = settings["workdir"], settings["root_dir"]
     iso.make_mounts_private()
@@ -127,7 +127,7 @@ def run_kernel(settings):
     os.environ.pop("JPY_PARENT_PID", None)  # process 1 has no parent to poll
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
-    for name in [name for name in sys.modules if name == "bpe_isolation"]:
+    for name in [name for name in sys.modules if name == "autograder_isolation"]:
         del sys.modules[name]
     if settings.get("probe"):
         os._exit(0)
@@ -146,15 +146,15 @@ def run_kernel(settings):
 
 
 def main():
-    settings = json.loads(os.environ.pop("BPE_LABS_SANDBOX"))
+    settings = json.loads(os.environ.pop("AUTOGRADER_SANDBOX"))
     if settings["mode"] != "boundary":
         run_kernel(settings)
         return
     # jupyter_client interrupts a kernel by signalling its whole process group: the kernel (our
     # child) handles SIGINT; this process must ignore it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    bpe_isolation.join_cgroups(settings.get("cgroups", []))  # before any child: they all inherit it
-    bpe_isolation.enter_namespaces(as_root=os.geteuid() == 0)
+    autograder_isolation.join_cgroups(settings.get("cgroups", []))  # before any child: they all inherit it
+    autograder_isolation.enter_namespaces(as_root=os.geteuid() == 0)
     parent_alive, keep_open = os.pipe()
     child = os.fork()
     if child == 0:
@@ -162,7 +162,7 @@ def main():
         try:
             enter_boundary(settings, parent_alive)
         except BaseException as error:  # say why in the kernel log; the grader sees the kernel die
-            print(f"bpe-labs sandbox: could not enter the boundary: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            print(f"autograder sandbox: could not enter the boundary: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             os._exit(71)
         # The log file (outside the boundary) stays the launcher's: the kernel's own stdout and
         # stderr go nowhere, so a notebook cannot write outside its folder through them.
@@ -214,7 +214,7 @@ def zygote():
     # Ends with its grader, even one killed with SIGKILL (stdin's EOF is not enough then: a grader's
     # other children may hold the pipe open).
     grader = os.getppid()
-    bpe_isolation.die_with_parent(signal.SIGKILL)
+    autograder_isolation.die_with_parent(signal.SIGKILL)
     if os.getppid() != grader:
         sys.exit(0)
     # ipykernel and what its kernel imports as it starts (measured: the modules a started kernel has
@@ -223,7 +223,7 @@ def zygote():
                     "IPython.core.completerlib", "IPython.core.logger", "IPython.core.oinspect",
                     "IPython.extensions.storemagic", "IPython.utils.wildcard", "tornado.platform.asyncio",
                     "tornado.queues", "tornado.locks", "tornado.gen", "ctypes.util", "faulthandler"]):
-        print("bpe-labs zygote: a thread is running after importing ipykernel; refusing to fork", file=sys.stderr, flush=True)
+        print("autograder zygote: a thread is running after importing ipykernel; refusing to fork", file=sys.stderr, flush=True)
         sys.exit(3)
     def reap(*_):
         # Reaped here (not ignored) so that the kernels' CPU time counts towards this process's
@@ -255,7 +255,7 @@ def zygote():
             code = 1
             try:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                bpe_isolation.die_with_parent(signal.SIGKILL)  # the zygote: it dies with its grader
+                autograder_isolation.die_with_parent(signal.SIGKILL)  # the zygote: it dies with its grader
                 if os.getppid() != zygote_pid:
                     os._exit(0)
                 os.setsid()  # its own process group, as jupyter_client gives a kernel it starts
@@ -286,7 +286,7 @@ def zygote():
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bpe_isolation  # noqa: E402  (copied beside this script; see the module docstring)
+import autograder_isolation  # noqa: E402  (copied beside this script; see the module docstring)
 
 if __name__ == "__main__":
     zygote() if sys.argv[1:] == ["--zygote"] else main()

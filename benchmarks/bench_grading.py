@@ -41,14 +41,14 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 3.0
 
 sys.path.insert(0, str(REPO))
-from autograder.examples import load_cases, make_submission  # noqa: E402
+from bpe_labs.examples import load_cases, make_submission  # noqa: E402
 from autograder.labs import all_labs, get_lab  # noqa: E402
 
 
 def environment() -> dict[str, str]:
     """What both tools run with: the venv's bin/ first (nbgrader runs ``alembic``, and the
     ``python3`` kernel is the venv's), and the repo on the path (hidden tests import
-    ``autograder.reference``)."""
+    ``bpe_labs.reference``)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))

@@ -2,7 +2,7 @@
 
 For each lab, ``--count`` copies of its correct example submission are graded by the real CLI
 (``python -m autograder grade --workers W --quiet``, process start included), once with the
-boundary (the default where Landlock works) and once with ``BPE_LABS_ISOLATION=fence``, in
+boundary (the default where Landlock works) and once with ``AUTOGRADER_ISOLATION=fence``, in
 alternating order over ``--repeat`` rounds (best of). It prints seconds per notebook, the extra
 cost of the boundary in percent, and whether both modes gave the same scores. It reports and
 never asserts: the machine may be shared, so it prints the load too. The issue's target is
@@ -32,9 +32,9 @@ CORRECT = {"toy_bpe": "toy-correct", "africa_galore": "africa-correct", "ny_cons
 def grade(folder: Path, out: Path, workers: int, fence: bool) -> tuple[float, dict[str, str]]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     if fence:
-        env["BPE_LABS_ISOLATION"] = "fence"
+        env["AUTOGRADER_ISOLATION"] = "fence"
     else:
-        env.pop("BPE_LABS_ISOLATION", None)
+        env.pop("AUTOGRADER_ISOLATION", None)
     shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out), "--workers", str(workers),

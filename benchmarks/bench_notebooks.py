@@ -25,7 +25,7 @@ from nbclient import NotebookClient
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from autograder.labs import all_labs  # noqa: E402
-from autograder.standins import write_all  # noqa: E402
+from bpe_labs.standins import write_all  # noqa: E402
 
 TARGET_SECONDS = 30.0
 

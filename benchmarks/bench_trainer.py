@@ -46,8 +46,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from autograder.reference import fast_trainer, simple_trainer  # noqa: E402
-from autograder.reference.pretokenize import count_words, count_words_parallel  # noqa: E402
+from bpe_labs.reference import fast_trainer, simple_trainer  # noqa: E402
+from bpe_labs.reference.pretokenize import count_words, count_words_parallel  # noqa: E402
 from benchmarks.docstring_corpus import docstring_text  # noqa: E402
 
 PIECE_CHARS = 64_000

@@ -29,8 +29,8 @@ from typing import Callable
 
 import nbformat
 
-from autograder import REPO_ROOT
-from autograder.examples import load_cases, make_submission
+from bpe_labs import ROOT as REPO_ROOT
+from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import get_lab, nbgrader_meta
 
 LAB = "toy_bpe"
@@ -314,8 +314,8 @@ def read_from_disk(target: str) -> str:
     """A cell that looks for the course's own files (the path guessed from the public repository,
     then by glob) and takes the answer from there; it falls back to a wrong answer."""
     if target == "reference":
-        patterns = [f"{REPO_ROOT}/autograder/reference/char_bpe.py", "/work/*/autograder/reference/char_bpe.py",
-                    "../**/autograder/reference/char_bpe.py", "../../*/autograder/reference/char_bpe.py"]
+        patterns = [f"{REPO_ROOT}/bpe_labs/reference/char_bpe.py", "/work/*/bpe_labs/reference/char_bpe.py",
+                    "../**/bpe_labs/reference/char_bpe.py", "../../*/bpe_labs/reference/char_bpe.py"]
         take = '''\
     _module = {"__name__": "stolen_reference"}
     exec(compile(open(_path, encoding="utf-8").read(), _path, "exec"), _module)
@@ -649,7 +649,7 @@ def _cases() -> list[Case]:
              integrity=(("added", added_after("tokenize_solution")),)),
         Case("cheat-fake-success", "prints fake ✅ and nbgrader success lines; tokenize wrong",
              mangled(fake_success), parts=lose_tokenize, integrity=(("added", added_after("tokenize_demo")),)),
-        Case("cheat-read-reference", "globs for autograder/reference/char_bpe.py and execs it for tokenize",
+        Case("cheat-read-reference", "globs for bpe_labs/reference/char_bpe.py and execs it for tokenize",
              mangled(read_reference), parts=lose_tokenize),
         Case("cheat-read-solution", "globs for solutions/toy_bpe.ipynb and execs its learn_bpe",
              mangled(read_solution), parts=points(lose=("learn",))),

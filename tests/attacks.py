@@ -28,7 +28,7 @@ from typing import Callable
 
 import nbformat
 
-from autograder.examples import load_cases, make_submission
+from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import nbgrader_meta
 
 LAB = "toy_bpe"
@@ -56,7 +56,7 @@ class Targets:
     sentinel_pid: int  # a process outside the kernel: signals must not reach it
     grader_pid: int  # the grading process (the test's own)
     token: str  # unique marker (<= 15 characters) for every process and file an attack makes
-    reference_copy: str  # the text of autograder/reference/char_bpe.py, to rename over it unchanged but marked
+    reference_copy: str  # the text of bpe_labs/reference/char_bpe.py, to rename over it unchanged but marked
 
     @property
     def marker_line(self) -> str:
@@ -209,7 +209,7 @@ def every_answer(body: str) -> dict[str, str]:
 # -- read the answers ------------------------------------------------------------------------------
 def steal_libc(t: Targets) -> dict[str, str]:
     solution = t.repo / "solutions" / f"{LAB}.ipynb"
-    reference = t.repo / "autograder" / "reference" / "char_bpe.py"
+    reference = t.repo / "bpe_labs" / "reference" / "char_bpe.py"
     return every_answer(f'''
 _stolen = _try("libc-open", lambda: _libc_read({str(solution)!r}))
 _stolen = _stolen or _try("libc-syscall-openat", lambda: _libc_read_fd(_libc_call("syscall", 257, -100, os.fsencode({str(solution)!r}), 0)))
@@ -373,7 +373,7 @@ def _write_targets(t: Targets, how: str) -> dict[str, str]:
 
 def write_python(t: Targets) -> dict[str, str]:
     targets = _write_targets(t, "py")
-    reference = str(t.repo / "autograder" / "reference" / "char_bpe.py")
+    reference = str(t.repo / "bpe_labs" / "reference" / "char_bpe.py")
     launcher = str(t.repo / "autograder" / "sandbox_launcher.py")
     return {"initialize_solution": cell(f'''
 def _create(path):
@@ -469,7 +469,7 @@ _note("files-open-outside", _found)
 
 def write_libc(t: Targets) -> dict[str, str]:
     targets = _write_targets(t, "libc")
-    reference = str(t.repo / "autograder" / "reference" / "char_bpe.py")
+    reference = str(t.repo / "bpe_labs" / "reference" / "char_bpe.py")
     return {"initialize_solution": cell(f'''
 def _create(path):
     def action():

@@ -1,8 +1,8 @@
 import pytest
 
-from autograder import REPO_ROOT
+from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder
-from autograder.examples import load_cases
+from bpe_labs.examples import load_cases
 
 
 @pytest.fixture(scope="session")

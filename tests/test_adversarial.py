@@ -146,7 +146,7 @@ def feedback_text(out: Path, result: GradeResult) -> str:
 def test_feedback_shows_no_hidden_test_source(case, graded):
     out, results = graded
     text = feedback_text(out, results[case.file])
-    for forbidden in ("BEGIN HIDDEN", "END HIDDEN", "Traceback", 'File "', "_rng", "ref.", "autograder.reference", "random.Random"):
+    for forbidden in ("BEGIN HIDDEN", "END HIDDEN", "Traceback", 'File "', "_rng", "ref.", "bpe_labs.reference", "random.Random"):
         assert forbidden not in text, forbidden
     leaked = [fragment for fragment in hidden_source_fragments() if fragment in text]
     assert not leaked, f"hidden-test source in the feedback: {leaked[:3]}"
@@ -206,7 +206,7 @@ def comparable_grades(out: Path) -> pd.DataFrame:
 def part_scores(db: Path) -> dict:
     from nbgrader.api import Gradebook
 
-    from autograder.build import db_url_for
+    from bpe_labs.build import db_url_for
 
     with Gradebook(db_url_for(db)) as book:
         return {(submission.student_id, grade.name): grade.score for assignment in book.assignments

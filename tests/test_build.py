@@ -4,12 +4,12 @@ import json
 import nbformat
 import pytest
 
-from autograder import REPO_ROOT
-from autograder.build import build
-from autograder.examples import load_cases, make_submission
+from bpe_labs import ROOT as REPO_ROOT
+from bpe_labs.build import build
+from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import HIDDEN_TESTS, all_labs
 
-MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "autograder.reference")
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "bpe_labs.reference")
 
 
 def test_student_notebooks_have_not_drifted(tmp_path):
@@ -54,7 +54,7 @@ def test_example_submissions_have_not_drifted():
 
 
 def test_the_course_home_is_one_setting_for_badges_and_documents(tmp_path, monkeypatch):
-    from autograder.build import release_notebook
+    from bpe_labs.build import release_notebook
     from autograder.labs import get_lab
 
     monkeypatch.setenv("BPE_LABS_HOME", "our-school/bpe-course@spring")

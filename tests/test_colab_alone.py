@@ -6,8 +6,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from autograder import REPO_ROOT
-from autograder.examples import load_cases, make_submission
+from bpe_labs import ROOT as REPO_ROOT
+from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import all_labs
 
 CORRECT = {case["lab"]: case for case in load_cases() if case.get("fill") == "solution" and not case.get("replace")}

@@ -10,7 +10,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from autograder import gradebook
-from autograder.examples import load_cases
+from bpe_labs.examples import load_cases
 from autograder.labs import HIDDEN_TESTS, all_labs, get_lab
 
 CASES = load_cases()
@@ -77,7 +77,7 @@ def test_feedback_shows_points_and_reasons_but_no_hidden_tests(graded_examples):
     assert len(pages) == len(results)
     for page in pages:
         text = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").get_text()
-        for forbidden in ("BEGIN HIDDEN", "Traceback", 'File "', "autograder.reference", "_rng"):
+        for forbidden in ("BEGIN HIDDEN", "Traceback", 'File "', "bpe_labs.reference", "_rng"):
             assert forbidden not in text, f"{page}: {forbidden!r}"
         leaked = [f for f in fragments if f in text and not re.fullmatch(r'[\w\s,."\'()]*', f)]
         assert not leaked, f"{page} shows hidden-test source: {leaked[:2]}"

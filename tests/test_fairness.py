@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from autograder.batch import grade_folder
-from autograder.examples import make_submission
+from bpe_labs.examples import make_submission
 from autograder.labs import all_labs, answer_functions, nbgrader_meta
 
 

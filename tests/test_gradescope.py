@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from adversarial import CASES_BY_ID, correct_notebook
-from autograder import REPO_ROOT
+from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder
 from autograder.gradescope import CONFIG_NAME, OUTPUT_LIMIT, VISIBILITIES, build_zip, part_output
 from autograder.labs import HIDDEN_TESTS, get_lab
@@ -91,7 +91,7 @@ def run_autograder(root: Path, venv: Path = Path(sys.prefix), **extra_env: str) 
     environment in place of the one setup.sh makes, and nothing of this checkout on the Python path,
     so that only the unpacked zip can be used."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "BPE_LABS_DATA")}
-    env.update(BPE_LABS_GRADESCOPE_ROOT=str(root), BPE_LABS_VENV=str(venv), **extra_env)
+    env.update(AUTOGRADER_GRADESCOPE_ROOT=str(root), AUTOGRADER_VENV=str(venv), **extra_env)
     return subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -165,7 +165,7 @@ def test_setup_script_is_sane_bash_that_installs_what_run_autograder_uses(zips, 
     setup = (root / "source" / "setup.sh").read_text()
     assert 'python3 -m venv "$VENV"' in setup and '"$VENV/bin/python" -m pip install -r "$ROOT/source/requirements.txt"' in setup
     # run_autograder uses the environment setup.sh makes, which lies outside the root the kernel may not read
-    venvs = {re.search(r"BPE_LABS_VENV:-([^}]+)}", (root / "source" / script).read_text()).group(1)
+    venvs = {re.search(r"AUTOGRADER_VENV:-([^}]+)}", (root / "source" / script).read_text()).group(1)
              for script in ("setup.sh", "run_autograder")}
     assert len(venvs) == 1 and not venvs.pop().startswith("/autograder")
     # the check setup.sh ends with passes on the unpacked zip alone
@@ -233,7 +233,7 @@ def hidden_source_lines(lab_id: str) -> set[str]:
 def test_results_show_no_hidden_test_source(gradescope_results, submissions):
     for case_id, (results, _) in gradescope_results.items():
         text = json.dumps(results, ensure_ascii=False)
-        for forbidden in ("BEGIN HIDDEN", "END HIDDEN", "Traceback", 'File \\"', "autograder.reference"):
+        for forbidden in ("BEGIN HIDDEN", "END HIDDEN", "Traceback", 'File \\"', "bpe_labs.reference"):
             assert forbidden not in text, (case_id, forbidden)
         leaked = [line for line in hidden_source_lines(submissions[case_id][0]) if line in text]
         assert not leaked, (case_id, leaked[:3])
@@ -303,7 +303,7 @@ def test_the_student_kernel_cannot_touch_the_gradescope_root(isolation, zips, tm
         f"hidden = Path({str(root / 'source' / 'solutions' / 'toy_bpe.ipynb')!r}).read_text()\n"
         "raise RuntimeError('READ THE HIDDEN TESTS')\n"))
     (root / "submission" / "toy_bpe.ipynb").write_text(nbformat.writes(notebook), encoding="utf-8")
-    run = run_autograder(root, **({"BPE_LABS_ISOLATION": "fence"} if isolation == "fence" else {}))
+    run = run_autograder(root, **({"AUTOGRADER_ISOLATION": "fence"} if isolation == "fence" else {}))
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     assert run.returncode == 0 and results["score"] == get_lab("toy_bpe").max_score, results["output"]
     assert not (root / "results" / "planted.json").exists()

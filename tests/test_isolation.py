@@ -21,7 +21,7 @@ from autograder.kernel import KernelSession, Limits, isolation_status
 
 LANDLOCK = isolation.landlock_abi() >= 1
 needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="this Linux kernel has no Landlock")
-# Kernels get the boundary here (not forced to the fence by BPE_LABS_ISOLATION=fence, nor refused).
+# Kernels get the boundary here (not forced to the fence by AUTOGRADER_ISOLATION=fence, nor refused).
 needs_boundary = pytest.mark.skipif(not isolation_status().startswith("landlock"),
                                     reason=f"kernels run behind the fence here: {isolation_status()}")
 needs_x86_64 = pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is for x86-64")
@@ -139,23 +139,23 @@ def test_landlock_allows_only_the_rules_through_python_and_libc(tmp_path, listen
 
 @needs_landlock
 def test_an_excluded_package_inside_an_allowed_folder_stays_unreadable(tmp_path):
-    """``pip install .`` puts the grader (and its reference answers) into site-packages, which a
-    kernel must read: the grader's package is carved out of the allowed folder."""
+    """``pip install .`` puts the course (and its reference answers) into site-packages, which a
+    kernel must read: the course's package is carved out of the allowed folder."""
     site = tmp_path / "site-packages"
     (site / "numpy_like").mkdir(parents=True)
     (site / "numpy_like" / "core.py").write_text("ok = 1")
-    (site / "autograder" / "reference").mkdir(parents=True)
-    (site / "autograder" / "reference" / "char_bpe.py").write_text("ANSWERS = 1")
+    (site / "bpe_labs" / "reference").mkdir(parents=True)
+    (site / "bpe_labs" / "reference" / "char_bpe.py").write_text("ANSWERS = 1")
     result = run_child(f"""
         rules = isolation.rules_excluding([{str(site)!r}] + {sorted({sys.prefix, sys.base_prefix, '/usr', '/lib', '/lib64'})!r},
-                                          isolation.READ_ONLY, [{str(site / 'autograder')!r}])
+                                          isolation.READ_ONLY, [{str(site / 'bpe_labs')!r}])
         isolation.set_no_new_privs()
         isolation.restrict_filesystem_and_network(rules)
         libc = ctypes.CDLL(None, use_errno=True)
         print("listing", sorted(os.listdir({str(site)!r})))
         print("allowed", open({str(site / 'numpy_like' / 'core.py')!r}).read())
         for how in ("python", "libc"):
-            path = {str(site / 'autograder' / 'reference' / 'char_bpe.py')!r}
+            path = {str(site / 'bpe_labs' / 'reference' / 'char_bpe.py')!r}
             if how == "python":
                 try:
                     print(how, open(path).read())
@@ -165,7 +165,7 @@ def test_an_excluded_package_inside_an_allowed_folder_stays_unreadable(tmp_path)
                 print(how, libc.open(path.encode(), 0), ctypes.get_errno())
     """)
     assert result.returncode == 0, result.stderr
-    assert "listing ['autograder', 'numpy_like']" in result.stdout
+    assert "listing ['bpe_labs', 'numpy_like']" in result.stdout
     assert "allowed ok = 1" in result.stdout
     assert "python denied" in result.stdout and "libc -1 13" in result.stdout
     assert "ANSWERS" not in result.stdout
@@ -175,7 +175,7 @@ def test_landlock_abi_is_reported_from_the_kernel():
     abi = isolation.landlock_abi()
     assert abi >= 0
     status = isolation_status()
-    if abi == 0 or os.environ.get("BPE_LABS_ISOLATION") == "fence":
+    if abi == 0 or os.environ.get("AUTOGRADER_ISOLATION") == "fence":
         assert status.startswith("fence")
     else:
         assert status.startswith(f"landlock-abi{abi}")
@@ -189,7 +189,8 @@ def _kernel_probe(env: dict) -> str:
         with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
             with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as session:
                 run = session.run_cell("import os; print(os.getuid(), os.getpid(), sorted(os.listdir('.')))", capture=True)
-                reference = str(Path(__import__("autograder").__file__).parent / "reference" / "char_bpe.py")
+                reference = __import__("importlib").util.find_spec("bpe_labs.reference.char_bpe").origin
+                assert Path(reference).is_file()
                 libc_read = session.run_cell("import ctypes; print('libc', ctypes.CDLL(None).open(%r.encode(), 0))" % reference,
                                              capture=True)
                 print(libc_read.stdout.strip())
@@ -214,7 +215,7 @@ def test_a_kernel_runs_as_process_one_of_its_own_namespace_as_an_unprivileged_us
 
 
 def test_the_fence_is_used_and_said_when_landlock_is_off():
-    status, run = _kernel_probe({"BPE_LABS_ISOLATION": "fence"}).strip().splitlines()[-2:]
+    status, run = _kernel_probe({"AUTOGRADER_ISOLATION": "fence"}).strip().splitlines()[-2:]
     assert status.startswith("fence")
     assert run.startswith("ok ")
 
@@ -231,7 +232,7 @@ def test_require_isolation_refuses_the_fence():
             except IsolationUnavailable as error:
                 print("refused:", error)
     """
-    result = run_child(code, {"BPE_LABS_ISOLATION": "fence"})
+    result = run_child(code, {"AUTOGRADER_ISOLATION": "fence"})
     assert "refused: kernel isolation was required" in result.stdout, result.stderr
     assert "started" not in result.stdout
 
@@ -242,7 +243,7 @@ def test_the_cli_refuses_to_grade_without_isolation_when_required(tmp_path):
     (submissions / "ann_toy_bpe.ipynb").write_text("{}")
     result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out"),
                              "--require-isolation", "--quiet"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "BPE_LABS_ISOLATION": "fence"})
+                            env={**os.environ, "AUTOGRADER_ISOLATION": "fence"})
     assert result.returncode == 2
     assert "--require-isolation" in result.stderr and "nothing was graded" in result.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()

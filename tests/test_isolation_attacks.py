@@ -37,7 +37,8 @@ import pytest
 
 from attacks import (CLASSMATE, HONEST, NEIGHBOUR, Targets, attack_list, correct_notebook, example_targets, holes_in,
                      report_of, stand_in_hog_notebook, write_submissions)
-from autograder import REPO_ROOT, gradebook, report
+from autograder import gradebook, report
+from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder
 from autograder.grade import Settings
 from autograder.kernel import Limits
@@ -71,7 +72,7 @@ SETTINGS = Settings(limits=Limits(cell_seconds=10, call_seconds=2, notebook_seco
 TOKEN = "rt" + uuid.uuid4().hex[:11]  # 13 characters: fits a process name (15)
 # Text of the course that no output may carry: solution and hidden-test markers, the reference's first line.
 COURSE_MARKERS = ("### BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "Character-level BPE with a separate end-of-word symbol")
-REFERENCE = REPO_ROOT / "autograder" / "reference" / "char_bpe.py"
+REFERENCE = REPO_ROOT / "bpe_labs" / "reference" / "char_bpe.py"
 LAUNCHER = REPO_ROOT / "autograder" / "sandbox_launcher.py"
 VICTIMS = ("victim-py.txt", "victim-py-2.txt", "victim-libc.txt", "victim-libc-2.txt")
 HONEST_FILES = (HONEST, CLASSMATE, NEIGHBOUR)
@@ -471,7 +472,7 @@ def test_each_result_says_which_isolation_it_got(batch):
     assert f"| {report.markdown_text(batch.isolation)} | {len(batch.result_list)} |" in class_report
 
 
-@pytest.mark.skipif(landlock_abi() < 6 or os.environ.get("BPE_LABS_ISOLATION") == "fence",
+@pytest.mark.skipif(landlock_abi() < 6 or os.environ.get("AUTOGRADER_ISOLATION") == "fence",
                     reason="needs Landlock ABI 6 (signal scoping) and no forced fence")
 def test_a_machine_with_landlock_gets_the_boundary(batch):
     assert batch.isolation.startswith("landlock"), batch.isolation

@@ -5,7 +5,8 @@ import csv
 import subprocess
 import sys
 
-from autograder import REPO_ROOT, report
+from autograder import report
+from bpe_labs import ROOT as REPO_ROOT
 from autograder.labs import get_lab
 from autograder.result import GradeResult, PartScore
 

@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 from adversarial import cell_of, correct_notebook, dump
-from autograder import REPO_ROOT
+from bpe_labs import ROOT as REPO_ROOT
 from autograder.grade import Settings, grade_file
 from autograder.kernel import Limits
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from autograder.examples import make_submission
+from bpe_labs.examples import make_submission
 from autograder.grade import Settings, grade_file
 from autograder.labs import nbgrader_meta
 from autograder.result import GradeResult

@@ -23,7 +23,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10: pytest itself depends on tomli there
     import tomli as tomllib
 
-from autograder import REPO_ROOT
+from bpe_labs import ROOT as REPO_ROOT
 
 MINORS = range(0, 40)  # Python 3.0 ... 3.39: any range written in the files falls inside
 
@@ -51,6 +51,11 @@ def conda_dependencies() -> dict[str, SpecifierSet]:
     spec = yaml.safe_load((REPO_ROOT / "environment.yml").read_text(encoding="utf-8"))
     packages = {}
     for entry in spec["dependencies"]:
+        if isinstance(entry, dict):  # the project itself, installed by pip once its dependencies are there
+            assert entry == {"pip": ["--editable ."]}, f"environment.yml: {entry!r} is more than the project itself"
+            continue
+        if entry == "pip":
+            continue
         assert isinstance(entry, str), f"environment.yml: {entry!r} (a pip: section) is not in requirements.txt's form"
         name, bounds = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", entry.strip()).groups()
         packages[canonicalize_name(name)] = SpecifierSet(bounds.replace(" ", ""))
@@ -162,3 +167,15 @@ def test_make_says_so_when_the_python_is_missing(tmp_path):
     assert result.returncode != 0
     assert f"but there is no {missing} on this machine" in result.stderr
     assert not (tmp_path / "venv").exists()
+
+
+def test_the_project_installs_requirements_txt_and_declares_its_course_and_command():
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["build-system"]["build-backend"] == "setuptools.build_meta"
+    assert pyproject["project"]["dynamic"] == ["dependencies"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
+    assert pyproject["project"]["entry-points"]["autograder.courses"] == {"bpe_labs": "bpe_labs.course:COURSE"}
+    assert pyproject["project"]["scripts"] == {"bpe-labs": "bpe_labs.cli:main"}
+    # make's set-up installs the project after its requirements (then notebooks run from any folder)
+    recipe = (REPO_ROOT / "Makefile").read_text(encoding="utf-8").split("$(VENV)/.installed:", 1)[1].split("\n\n", 1)[0]
+    assert recipe.index("-r requirements.txt") < recipe.index("--editable .")

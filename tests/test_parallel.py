@@ -3,7 +3,7 @@ import shutil
 
 import pytest
 
-from autograder import REPO_ROOT
+from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from autograder import codec
 from autograder.check import free_names
-from autograder.examples import load_cases, make_submission
+from bpe_labs.examples import load_cases, make_submission
 from autograder.intake import find_submissions, read_submission, recognise_lab, student_id_from_flat_name
 from autograder.kernel import CallTimeout, KernelSession, Limits
 from autograder.labs import get_lab
@@ -119,7 +119,7 @@ def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
 
 def test_call_each_is_the_loop_in_one_round_trip(tmp_path):
     from autograder.check import StudentFunction
-    from autograder.hidden import call_each
+    from bpe_labs.hidden import call_each
 
     with KernelSession(tmp_path / "work", Limits(call_seconds=5)) as session:
         session.run_cell("def halve(n):\n    if n == 3:\n        raise ValueError('three')\n    return (n // 2, [n])")
@@ -135,7 +135,7 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
     first, and a slow-but-fine function is not cut off by the batch's length (each call has
     ``call_seconds`` of its own), while one that never ends times out at its own case."""
     from autograder.check import StudentFunction
-    from autograder.hidden import call_each
+    from bpe_labs.hidden import call_each
 
     with KernelSession(tmp_path / "work", Limits(call_seconds=1, interrupt_grace_seconds=2)) as session:
         session.run_cell("import time\ndef slow(n):\n    time.sleep(0.3)\n    return n\n"

@@ -11,8 +11,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.reference import char_bpe, weighted_bpe
-from autograder.standins import africa_galore as standin
+from bpe_labs.reference import char_bpe, weighted_bpe
+from bpe_labs.standins import africa_galore as standin
 
 # Few letters and short words: many repeated words and many tied counts.
 texts = st.lists(

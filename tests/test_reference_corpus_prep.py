@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.reference import word_freq_bpe as ref
+from bpe_labs.reference import word_freq_bpe as ref
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ROOT / "data" / "documents"

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from autograder.reference import byte_level_bpe as ref
+from bpe_labs.reference import byte_level_bpe as ref
 
 COURSE_CORPUS = [
     "This is the Hugging Face Course.",

@@ -18,9 +18,9 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import REPO_ROOT
-from autograder.reference import greedy_vocab as ref
-from autograder.standins import ny_constitution as standin
+from bpe_labs import ROOT as REPO_ROOT
+from bpe_labs.reference import greedy_vocab as ref
+from bpe_labs.standins import ny_constitution as standin
 
 NOTEBOOK = REPO_ROOT / "solutions" / "ny_constitution.ipynb"
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.reference import fast_trainer, pretokenize, simple_trainer
+from bpe_labs.reference import fast_trainer, pretokenize, simple_trainer
 from benchmarks import bench_trainer, docstring_corpus
 
 TRAINERS = [simple_trainer.train_bpe, fast_trainer.train_bpe]

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import autograder.batch as batch
-from autograder import REPO_ROOT
+from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder, result_path
-from autograder.course import CourseChanged, CourseGuard, course_files
+from autograder.guard import CourseChanged, CourseGuard, course_files
 from autograder.grade import grade_file as real_grade_file
+from bpe_labs.course import COURSE
 
 
 @pytest.fixture
 def key(tmp_path, monkeypatch):
     """A resume key of this test's own, outside OUT."""
-    monkeypatch.setenv("BPE_LABS_RESUME_KEY", str(tmp_path / "keys" / "resume.key"))
+    monkeypatch.setenv("AUTOGRADER_RESUME_KEY", str(tmp_path / "keys" / "resume.key"))
     return tmp_path / "keys" / "resume.key"
 
 
@@ -83,7 +85,7 @@ def test_resume_trusts_an_intact_result_and_nothing_else(tmp_path, folder, key, 
     grade_folder(folder, out, workers=0, progress=False)
     assert calls == [], "intact results are reused"
     # a result signed with another key (another grader's, or one a kernel made up) is not
-    monkeypatch.setenv("BPE_LABS_RESUME_KEY", str(tmp_path / "other.key"))
+    monkeypatch.setenv("AUTOGRADER_RESUME_KEY", str(tmp_path / "other.key"))
     grade_folder(folder, out, workers=0, progress=False)
     assert sorted(calls) == ["amy_toy_bpe.ipynb", "ben_toy_bpe.ipynb"]
 
@@ -100,8 +102,8 @@ def test_resume_regrades_when_the_course_changed(tmp_path, folder, key, monkeypa
 
 
 def copy_of_course(root: Path) -> Path:
-    for relative in ("solutions/toy_bpe.ipynb", "notebooks/toy_bpe.ipynb", "autograder/hidden.py",
-                     "autograder/reference/char_bpe.py", "autograder/reference/__init__.py"):
+    for relative in ("solutions/toy_bpe.ipynb", "notebooks/toy_bpe.ipynb", "bpe_labs/hidden.py",
+                     "bpe_labs/reference/char_bpe.py", "bpe_labs/reference/__init__.py"):
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO_ROOT / relative, root / relative)
     return root
@@ -111,12 +113,15 @@ def copy_of_course(root: Path) -> Path:
 def test_a_batch_stops_when_a_course_file_changes_while_grading(tmp_path, folder, key, monkeypatch, attack):
     """As a kernel that broke out would: change what the hidden tests import, after the first file."""
     root = copy_of_course(tmp_path / "course")
-    guard = CourseGuard(course_files(["toy_bpe"], root), [root / "autograder" / "reference"])
+    # the copy's notebooks through the course's folders; its modules by path (the import system finds the originals)
+    copy = replace(COURSE, root=root, solutions=root / "solutions", notebooks=root / "notebooks", trusted_modules=())
+    modules = [root / "bpe_labs" / "hidden.py", *sorted((root / "bpe_labs" / "reference").glob("*.py"))]
+    guard = CourseGuard(course_files(["toy_bpe"], copy) + modules, [root / "bpe_labs" / "reference"])
     assert len(guard.files) == 5
 
     def grade_file(path, student_id, settings):
         result = real_grade_file(path, student_id, settings)
-        reference = root / "autograder" / "reference"
+        reference = root / "bpe_labs" / "reference"
         if attack == "reference-edited":
             (reference / "char_bpe.py").write_text((reference / "char_bpe.py").read_text() + "\nFORGED = True\n")
         elif attack == "solution-replaced":
@@ -124,7 +129,7 @@ def test_a_batch_stops_when_a_course_file_changes_while_grading(tmp_path, folder
         elif attack == "module-added":
             (reference / "sitecustomize.py").write_text("import os\n")
         else:
-            (root / "autograder" / "hidden.py").unlink()
+            (root / "bpe_labs" / "hidden.py").unlink()
         return result
 
     monkeypatch.setattr(batch, "grade_file", grade_file)

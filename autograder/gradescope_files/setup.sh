@@ -5,8 +5,8 @@
 # /autograder, all of which is off limits to a student's kernel, while the kernel needs its Python.
 set -euo pipefail
 
-ROOT="${BPE_LABS_GRADESCOPE_ROOT:-/autograder}"
-VENV="${BPE_LABS_VENV:-/opt/bpe-labs-venv}"
+ROOT="${AUTOGRADER_GRADESCOPE_ROOT:-/autograder}"
+VENV="${AUTOGRADER_VENV:-/opt/autograder-venv}"
 export DEBIAN_FRONTEND=noninteractive
 
 apt-get update

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference.base import Pair, count_pairs, merge_pair, most_frequent_pair, word_to_symbols
-from autograder.reference.char_bpe import bpe_initialize, split_words
+from bpe_labs.reference.base import Pair, count_pairs, merge_pair, most_frequent_pair, word_to_symbols
+from bpe_labs.reference.char_bpe import bpe_initialize, split_words
 
 # The lab's name for ``base.count_pairs``: each (symbols, frequency) entry adds its frequency per pair.
 weighted_pair_frequencies = count_pairs

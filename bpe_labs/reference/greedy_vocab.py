@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference.base import Pair, most_frequent_pair
+from bpe_labs.reference.base import Pair, most_frequent_pair
 
 # How much of the unmatched text an error message shows.
 SHOWN_IN_ERRORS = 30

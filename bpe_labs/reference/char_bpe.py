@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference.base import (END_OF_WORD, Pair, apply_merges, count_pairs,  # noqa: F401 (the labs' names)
+from bpe_labs.reference.base import (END_OF_WORD, Pair, apply_merges, count_pairs,  # noqa: F401 (the labs' names)
                                        merge_pair, most_frequent_pair, word_to_symbols)
 
 Word = list[str]

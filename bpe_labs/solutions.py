@@ -7,16 +7,16 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from autograder import REPO_ROOT
 from autograder.labs import all_labs
+from bpe_labs import PACKAGE_DIR, ROOT
 
-STANDINS = REPO_ROOT / "data" / "standins"
+STANDINS = ROOT / "data" / "standins"
 
 
 def solution_environment() -> dict[str, str]:
-    """What a solution notebook runs with: the repository importable (hidden tests import the
-    reference) and the stand-in corpora."""
-    path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+    """What a solution notebook runs with: the course importable (hidden tests import the
+    reference; already so once the project is installed) and the stand-in corpora."""
+    path = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH", "")]))
     return {"PYTHONPATH": path, "BPE_LABS_DATA": os.environ.get("BPE_LABS_DATA", str(STANDINS)), "MPLBACKEND": "Agg",
             "PYTHONHASHSEED": "0"}
 

@@ -40,9 +40,9 @@ from operator import mul
 
 import numpy as np
 
-from autograder.reference.base import BYTE_OF_CHARACTER, END_OF_WORD, Pair, symbol_bytes
-from autograder.reference.pretokenize import count_pretokens, count_words, count_words_parallel, split_on_special_tokens
-from autograder.reference.simple_trainer import check_arguments
+from bpe_labs.reference.base import BYTE_OF_CHARACTER, END_OF_WORD, Pair, symbol_bytes
+from bpe_labs.reference.pretokenize import count_pretokens, count_words, count_words_parallel, split_on_special_tokens
+from bpe_labs.reference.simple_trainer import check_arguments
 
 SEPARATOR = -1  # between words: never part of a pair
 MERGED_AWAY = -2  # the right half of a merged spot

@@ -6,6 +6,8 @@ and in the grader, where student functions are proxies that call into the kernel
 """
 from __future__ import annotations
 
+import sys
+
 
 def call_each(function, argument_lists: list) -> list:
     """``[function(*args) for args in argument_lists]``, for a ``for`` loop over the cases.
@@ -21,14 +23,11 @@ def call_each(function, argument_lists: list) -> list:
     return [function(*args) for args in argument_lists]
 
 
-# How many calls the grader's reference answered for a student's failing helper (``stand_ins.py``),
-# in this process. A timed hidden test allows for their round trips: the slowness is ours.
-STAND_IN_CALLS = [0]
-
-
 def stand_in_calls() -> int:
-    """Calls of stand-in helpers answered so far (0 outside the grader)."""
-    return STAND_IN_CALLS[0]
+    """Calls of stand-in helpers the grader's reference answered so far (``autograder/stand_ins.py``;
+    0 outside the grader). A timed hidden test allows for their round trips: the slowness is ours."""
+    stand_ins = sys.modules.get("autograder.stand_ins")  # imported by the grader only
+    return stand_ins.STAND_IN_CALLS[0] if stand_ins is not None else 0
 
 
 def call_with_time_limit(function, seconds: float, *args, **kwargs):

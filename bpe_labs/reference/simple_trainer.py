@@ -36,8 +36,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference import base
-from autograder.reference.base import Pair, merge_pair, symbol_bytes
+from bpe_labs.reference import base
+from bpe_labs.reference.base import Pair, merge_pair, symbol_bytes
 
 MODES = ("char", "byte")
 TIES = ("first", "lexicographic")

@@ -13,10 +13,10 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from autograder import REPO_ROOT
 from autograder.labs import get_lab, nbgrader_meta
+from bpe_labs import ROOT
 
-EXAMPLES_DIR = REPO_ROOT / "examples"
+EXAMPLES_DIR = ROOT / "examples"
 SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
 
 

@@ -31,7 +31,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-from autograder.reference.base import (BYTE_CHARACTERS, BYTE_OF_CHARACTER,  # noqa: F401 (the trainers' names)
+from bpe_labs.reference.base import (BYTE_CHARACTERS, BYTE_OF_CHARACTER,  # noqa: F401 (the trainers' names)
                                        pretokenize_gpt2, symbol_bytes)
 
 # Below this size a second process costs more (fork, pickling the counts back) than it saves.

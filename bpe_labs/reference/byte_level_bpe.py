@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from autograder.reference import base
-from autograder.reference.base import Pair, apply_merges, count_pairs, most_frequent_pair, pretokenize_gpt2
+from bpe_labs.reference import base
+from bpe_labs.reference.base import Pair, apply_merges, count_pairs, most_frequent_pair, pretokenize_gpt2
 
 SPECIAL_TOKEN = "<|endoftext|>"
 

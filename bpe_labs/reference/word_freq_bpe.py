@@ -26,8 +26,8 @@ from collections import Counter
 
 import yaml
 
-from autograder.reference import base
-from autograder.reference.base import END_OF_WORD, Pair, count_pairs, most_frequent_pair
+from bpe_labs.reference import base
+from bpe_labs.reference.base import END_OF_WORD, Pair, count_pairs, most_frequent_pair
 
 FRONT_MATTER_DELIMITER = "---"
 FRONT_MATTER_FIELDS = ("title", "author", "publisher", "tags", "summary")

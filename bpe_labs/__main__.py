@@ -1,0 +1,5 @@
+import sys
+
+from bpe_labs.cli import main
+
+sys.exit(main())

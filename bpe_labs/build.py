@@ -1,0 +1,49 @@
+"""Build the BPE Labs student notebooks: the engine's nbgrader release (``autograder.release``),
+with the course's home written into the Colab badges and corpus_prep's documents embedded.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from autograder.release import db_url_for, register_labs, release, release_notebook  # noqa: F401  (this module's API)
+from bpe_labs import ROOT
+
+# The course's home: the GitHub repository (and branch) that publishes this kit. The solution notebooks
+# name the default; the build writes the configured one into the Colab badges and into corpus_prep's
+# pointer to its documents. Set it once when building for your course: BPE_LABS_HOME=owner/name@branch.
+DEFAULT_HOME = "bpe-labs/bpe-labs@main"
+DOCUMENTS_DIR = ROOT / "data" / "documents"
+EMBEDDED_DOCUMENTS = "EMBEDDED_DOCUMENTS = {}\n"
+
+
+def course_home() -> tuple[str, str]:
+    """``(owner/name, branch)`` of the course's home repository."""
+    repository, _, branch = os.environ.get("BPE_LABS_HOME", DEFAULT_HOME).partition("@")
+    return repository, branch or "main"
+
+
+def with_course_home(source: str) -> str:
+    """The default home's URLs in ``source`` replaced by the configured home's."""
+    default_repository, default_branch = DEFAULT_HOME.split("@")
+    repository, branch = course_home()
+    return (source.replace(f"github/{default_repository}/blob/{default_branch}/", f"github/{repository}/blob/{branch}/")
+                  .replace(f"https://github.com/{default_repository}", f"https://github.com/{repository}"))
+
+
+def with_documents(source: str) -> str:
+    """corpus_prep's loader cell carrying the lab's documents, so that it runs alone (Colab)."""
+    if EMBEDDED_DOCUMENTS not in source:
+        return source
+    documents = {path.name: path.read_text(encoding="utf-8") for path in sorted(DOCUMENTS_DIR.glob("*.md"))}
+    return source.replace(EMBEDDED_DOCUMENTS, f"EMBEDDED_DOCUMENTS = {documents!r}\n")
+
+
+def prepare_source(source: str) -> str:
+    """A cell's source as the student gets it (the course's ``prepare_source``)."""
+    return with_documents(with_course_home(source))
+
+
+def build(out_dir: Path | None = None, db_path: Path | None = None) -> list[Path]:
+    """Write ``notebooks/<lab_id>.ipynb`` for every lab; returns the paths written."""
+    return release(out_dir, db_path)
