@@ -213,7 +213,8 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
                         visible[step.cell_id] = run.stdout.strip() or run.error
                     graded[step.cell_id] = _hidden_tests(session, parts[step.cell_id], settings)
             for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
-                graded.setdefault(part.part_id, _hidden_tests(session, part, settings))
+                if part.part_id not in graded:  # not setdefault: its argument would grade every part a second time
+                    graded[part.part_id] = _hidden_tests(session, part, settings)
             sent, restarts = session.sent_arguments, session.restarts
         # 2. Feedback: the same program with the visible checks, in a kernel no hidden input reached.
         try:
