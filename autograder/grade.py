@@ -220,7 +220,8 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
                     for part_id in order:
                         graded[part_id] = _hidden_tests(session, parts[part_id], settings)
                     for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
-                        graded.setdefault(part.part_id, _hidden_tests(session, part, settings))
+                        if part.part_id not in graded:  # not setdefault: its argument would grade every part again
+                            graded[part.part_id] = _hidden_tests(session, part, settings)
                     sent = session.sent_arguments
                 restarts = session.restarts
             result["kernels"] = 1
@@ -298,7 +299,8 @@ def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Se
                     visible[step.cell_id] = run.stdout.strip() or run.error
                 graded[step.cell_id] = _hidden_tests(session, parts[step.cell_id], settings)
         for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
-            graded.setdefault(part.part_id, _hidden_tests(session, part, settings))
+            if part.part_id not in graded:  # not setdefault: its argument would grade every part again
+                graded[part.part_id] = _hidden_tests(session, part, settings)
         return graded, session.sent_arguments, session.restarts, session.isolation
 
 
