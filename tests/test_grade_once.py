@@ -16,5 +16,5 @@ def test_each_part_s_hidden_tests_run_once(monkeypatch):
 
     monkeypatch.setattr(grade, "run_part", counting)
     result = grade.grade_file(REPO_ROOT / "examples" / "submissions" / "toy-correct.ipynb", "once")
-    assert result["status"] == "graded" and result["score"] == result["max_score"]
-    assert graded == {part_id: 1 for part_id in result["parts"]}
+    assert result.status == "graded" and result.score == result.max_score
+    assert graded == {part_id: 1 for part_id in result.parts}
