@@ -238,7 +238,7 @@ def run_lab(lab: str, args, scratch: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lab", default="toy_bpe", help="a lab id, or 'all' (default toy_bpe)")
+    parser.add_argument("--lab", nargs="+", default=["toy_bpe"], help="lab ids, or 'all' (default toy_bpe)")
     parser.add_argument("--correct-only", action="store_true", help="every submission is the lab's correct case")
     parser.add_argument("--count", type=int, default=50, help="number of submissions per lab (default 50)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker counts for our grader (default 1 2 4)")
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also time `python SCRIPT grade ...` (a patched grader: to measure a proposal before it lands)")
     parser.add_argument("--keep", type=Path, help="build the courses here and keep them (default: a temporary folder)")
     args = parser.parse_args(argv)
-    labs = list(all_labs()) if args.lab == "all" else [args.lab]
+    labs = list(all_labs()) if args.lab == ["all"] else args.lab
 
     summary = []
     for lab in labs:
