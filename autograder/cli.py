@@ -108,8 +108,9 @@ def main(argv: list[str] | None = None, course: Course | str | None = None, prog
                             "to the weaker fence; see the README's threat model)")
     grade.add_argument("--memory-mb", type=float, default=4096, help="memory cap of a student's kernel in MiB (default 4096)")
     grade.add_argument("--one-kernel", action="store_true",
-                       help="one kernel per notebook instead of two (about 0.7 s less each); the feedback then shows "
-                            "the notebook's own output only up to its first hidden test")
+                       help="grade each part at its test cell's place in the notebook's one kernel, never in a "
+                            "second kernel; the feedback then shows the notebook's own output only up to its first "
+                            "hidden test (by default the feedback shows all of it; see the README)")
     grade.add_argument("--max-restarts", type=int, default=3,
                        help="kernel restarts allowed per notebook after a crash (default 3); all within --notebook-timeout")
     grade.add_argument("--grader-memory-mb", type=float, default=6144,
