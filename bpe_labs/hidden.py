@@ -38,3 +38,24 @@ def call_with_time_limit(function, seconds: float, *args, **kwargs):
     if limited is not None:
         return limited(seconds, *args, **kwargs)
     return function(*args, **kwargs)
+
+
+_ANSWERS: dict = {}
+
+
+def reference_answer(function, *args, **kwargs):
+    """``function(*args, **kwargs)``, computed once per process for the same arguments (plain data):
+    the reference answer to a large fixed hidden case is then not recomputed for every notebook a
+    grading process grades. A copy is returned, so a check that changes it changes nothing else.
+
+    >>> reference_answer(sorted, [3, 1, 2]) == [1, 2, 3] and reference_answer(sorted, [3, 1, 2]) is not reference_answer(sorted, [3, 1, 2])
+    True
+    """
+    import copy
+    import pickle
+
+    key = (getattr(function, "__module__", None), getattr(function, "__qualname__", repr(function)),
+           pickle.dumps((args, sorted(kwargs.items())), protocol=4))
+    if key not in _ANSWERS:
+        _ANSWERS[key] = function(*args, **kwargs)
+    return copy.deepcopy(_ANSWERS[key])
