@@ -201,10 +201,10 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
     graded: dict[str, dict] = {}
     visible: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="bpe-grade-") as workdir:
+        result["kernels"] = 1
         if not settings.feedback_kernel:  # --one-kernel: shown is only what ran before the first hidden input
             graded, sent, restarts, result["isolation"] = _graded_at_place(
                 workdir, program, parts, lab, settings, started, visible, result["cells"])
-            result["kernels"] = 1
         else:
             # 1. One kernel runs the notebook with its visible checks: all the student is shown, before
             # any hidden input exists in it. Then the hidden tests, if what each part's tests can reach
@@ -219,12 +219,9 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
                 if not moved:
                     for part_id in order:
                         graded[part_id] = _hidden_tests(session, parts[part_id], settings)
-                    for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
-                        if part.part_id not in graded:  # not setdefault: its argument would grade every part again
-                            graded[part.part_id] = _hidden_tests(session, part, settings)
+                    _grade_the_rest(session, lab, graded, settings)
                     sent = session.sent_arguments
                 restarts = session.restarts
-            result["kernels"] = 1
             if not graded:
                 # 2. Something a part relies on changed after its test cell (a later cell redefined a
                 # function, changed a global it reads...): hidden tests at each test cell's place, in a
@@ -298,10 +295,15 @@ def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Se
                     run = session.run_cell(step.source, replay=False, capture=True)
                     visible[step.cell_id] = run.stdout.strip() or run.error
                 graded[step.cell_id] = _hidden_tests(session, parts[step.cell_id], settings)
-        for part in lab.parts:  # a part whose test cell is not in the release (never, for a built lab)
-            if part.part_id not in graded:  # not setdefault: its argument would grade every part again
-                graded[part.part_id] = _hidden_tests(session, part, settings)
+        _grade_the_rest(session, lab, graded, settings)
         return graded, session.sent_arguments, session.restarts, session.isolation
+
+
+def _grade_the_rest(session: KernelSession, lab, graded: dict[str, dict], settings: Settings) -> None:
+    """The parts whose test cell never ran (never, for a built lab), after the others."""
+    for part in lab.parts:
+        if part.part_id not in graded:  # not setdefault: its argument would grade every part again
+            graded[part.part_id] = _hidden_tests(session, part, settings)
 
 
 def _hidden_tests(session: KernelSession, part, settings: Settings) -> dict:

@@ -237,9 +237,6 @@ def zygote():
     signal.signal(signal.SIGCHLD, reap)  # no zombies: the grader watches each kernel by pidfd
     import gc
 
-    # What is imported so far is shared with every kernel forked from here: kept out of the
-    # collector's scans, it is neither walked nor written to (copy-on-write) by each kernel.
-    gc.freeze()
     zygote_pid = os.getpid()
     commands = sys.stdin.buffer
     replies = sys.stdout.buffer
@@ -249,7 +246,9 @@ def zygote():
             replies.write(b"0\n")  # the grader starts this kernel the usual way; no more forks from here
             replies.flush()
             break
-        gc.freeze()  # (this request's imports too)
+        # What is imported so far (this request's imports too) is shared with the kernel forked now:
+        # kept out of the collector's scans, it is neither walked nor written to (copy-on-write) by it.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
             code = 1
