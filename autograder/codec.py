@@ -13,11 +13,21 @@ equals nothing:
     >>> decode(encode(AlwaysEqual())) == []
     False
 
+The other way, the grader's arguments travel to the kernel pickled (:func:`pack`): the kernel
+only ever unpickles what the grader made, never the reverse, and unpickling is ~30 times faster
+than decoding tagged JSON (a hidden case of 20,000 words: 0.005 s against 0.15 s each way).
+
+    >>> unpack(pack(([("a", "b")], {"n": 1}))) == ([("a", "b")], {"n": 1})
+    True
+
 This file is also sent, as source, into the student's kernel (see ``kernel.py``): it may import
 only the standard library.
 """
+import base64
 import collections
+import io
 import json
+import pickle
 
 MAX_NODES = 2_000_000
 MAX_DEPTH = 200
@@ -103,6 +113,33 @@ def decode(tagged):
     return Unsupported(tagged[1], tagged[2])
 
 
+# What may travel to the kernel besides exact instances of None, bool, int, float, str, bytes, list,
+# tuple, dict, set and frozenset (which pickle never shows to ``reducer_override``).
+_PACKABLE = frozenset(_MAPPINGS) | {type, type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset}
+
+
+class _PlainPickler(pickle.Pickler):
+    """Pickles plain values only: an argument the kernel could not rebuild from the standard
+    library (a function of the grader, a subclass) is refused here, not there."""
+
+    def reducer_override(self, obj):
+        if obj in _PACKABLE if type(obj) is type else type(obj) in _PACKABLE:
+            return NotImplemented
+        raise TypeError(f"a hidden test passed a {type(obj).__qualname__}: only plain values reach the student's code")
+
+
+def pack(value) -> str:
+    """Grader side: ``value`` (plain data) as text for the kernel's :func:`unpack`."""
+    buffer = io.BytesIO()
+    _PlainPickler(buffer, protocol=4).dump(value)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def unpack(text: str):
+    """Kernel side: the value :func:`pack` made, a fresh copy each time."""
+    return pickle.loads(base64.b64decode(text))
+
+
 def _outcome(function, args, kwargs):
     """``["returned", <encoded value>]`` or ``["raised", <exception class>, <is built-in>, <message>]``."""
     import builtins
@@ -121,8 +158,8 @@ def _outcome(function, args, kwargs):
 
 
 def call_in_namespace(namespace, name, payload):
-    """Kernel side: call ``namespace[name]`` with the encoded ``[args, kwargs]``; its outcome as JSON text."""
-    args, kwargs = decode(json.loads(payload))
+    """Kernel side: call ``namespace[name]`` with the packed ``(args, kwargs)``; its outcome as JSON text."""
+    args, kwargs = unpack(payload)
     return json.dumps(_outcome(namespace[name], args, kwargs))
 
 
@@ -132,9 +169,11 @@ class _OverTime(BaseException):
 
 
 def call_each_in_namespace(namespace, name, payload, seconds=0.0):
-    """Kernel side: call ``namespace[name]`` once per encoded argument list, as a loop would, stopping
-    at the first exception; the outcomes as JSON text. With ``seconds``, each call has that time
-    limit of its own (``["timeout"]`` ends the list), as one call at a time would have."""
+    """Kernel side: call ``namespace[name]`` once per packed argument list of the packed
+    ``(argument_lists, keywords)`` (the same keywords for every call), as a loop would, stopping
+    at the first exception; the outcomes as JSON text. Each call gets arguments of its own (a
+    function that changes its input changes nothing for the next call). With ``seconds``, each
+    call has that time limit of its own (``["timeout"]`` ends the list), as one call at a time would have."""
     import signal
 
     outcomes = []
@@ -144,13 +183,15 @@ def call_each_in_namespace(namespace, name, payload, seconds=0.0):
             raise _OverTime()
 
         previous = signal.signal(signal.SIGALRM, over_time)
+    argument_lists, keywords = unpack(payload)
     try:
-        for args in decode(json.loads(payload)):
+        for packed in argument_lists:
+            args, kwargs = unpack(packed), unpack(keywords)
             outcome = None
             try:
                 if timed:
                     signal.setitimer(signal.ITIMER_REAL, seconds)
-                outcome = _outcome(namespace[name], args, {})
+                outcome = _outcome(namespace[name], args, kwargs)
                 if timed:
                     signal.setitimer(signal.ITIMER_REAL, 0)
             except _OverTime:  # (an alarm just after the call returned keeps what it returned)

@@ -652,20 +652,23 @@ class KernelSession:
         message; any other as :class:`StudentRaised`.
         """
         self.sent_arguments.append([list(args), kwargs])
-        payload = json.dumps(codec.encode([list(args), kwargs]))
+        payload = codec.pack((list(args), kwargs))
         outcome = json.loads(self._evaluate(self._codec("call_in_namespace", name, payload),
                                             timeout=self.limits.call_seconds))
         return self._result(name, outcome)
 
-    def call_each(self, name: str, argument_lists: list, within: float | None = None) -> "CallResults":
-        """``name(*args)`` for each of ``argument_lists``, in one round trip, as a loop would call
-        them: each call has its own time limit (``call_seconds``, kept in the kernel), the batch
-        stops at the first call that raised, and the results are read lazily, so that the error
+    def call_each(self, name: str, argument_lists: list, within: float | None = None, keywords: dict | None = None) -> "CallResults":
+        """``name(*args, **keywords)`` for each of ``argument_lists``, in one round trip, as a loop
+        would call them: each call has its own time limit (``call_seconds``, kept in the kernel), the
+        batch stops at the first call that raised, and the results are read lazily, so that the error
         (or time-out) of call k is raised where a loop reaches case k, after the checks of the
         cases before it. ``within`` caps the whole batch (the part's time left)."""
         argument_lists = [list(args) for args in argument_lists]
+        keywords = dict(keywords or {})
         self.sent_arguments.extend(argument_lists)
-        payload = json.dumps(codec.encode(argument_lists))
+        if keywords:
+            self.sent_arguments.append([[], keywords])
+        payload = codec.pack(([codec.pack(args) for args in argument_lists], codec.pack(keywords)))
         seconds = self.limits.call_seconds
         timeout = seconds * max(1, len(argument_lists)) + self.limits.interrupt_grace_seconds
         if within is not None:

@@ -3,14 +3,18 @@ and in the grader, where student functions are proxies that call into the kernel
 
     >>> call_each(len, [("ab",), ([1, 2, 3],)])
     [2, 3]
+    >>> call_each(sorted, [([2, 1],), ("ba",)], reverse=True)
+    [[2, 1], ['b', 'a']]
 """
 from __future__ import annotations
 
+import functools
+import random
 import sys
 
 
-def call_each(function, argument_lists: list) -> list:
-    """``[function(*args) for args in argument_lists]``, for a ``for`` loop over the cases.
+def call_each(function, argument_lists: list, **keywords) -> list:
+    """``[function(*args, **keywords) for args in argument_lists]``, for a ``for`` loop over the cases.
 
     Against a student's function in the grader this is one round trip to the kernel instead of one
     per input (about 7 ms each): use it for the many inputs of a part. Like the loop, each call has
@@ -19,8 +23,8 @@ def call_each(function, argument_lists: list) -> list:
     """
     batch = getattr(function, "call_each", None)
     if batch is not None:
-        return batch([tuple(args) for args in argument_lists])
-    return [function(*args) for args in argument_lists]
+        return batch([tuple(args) for args in argument_lists], **keywords)
+    return [function(*args, **keywords) for args in argument_lists]
 
 
 def stand_in_calls() -> int:
@@ -41,6 +45,28 @@ def call_with_time_limit(function, seconds: float, *args, **kwargs):
 
 
 _ANSWERS: dict = {}
+
+
+def random_word_counts(seed: int, distinct: int, letters: str, shortest: int, longest: int, largest_count: int) -> dict[str, int]:
+    """``distinct`` random words of ``letters`` (``shortest`` to ``longest`` long), each with a random
+    count from 1 to ``largest_count``; the same dict for the same seed, made once per process (a
+    large hidden case is then not drawn again for every notebook). A copy is returned.
+
+    >>> random_word_counts(7, 3, "ab", 1, 2, 9) == random_word_counts(7, 3, "ab", 1, 2, 9)
+    True
+    >>> len(random_word_counts(7, 3, "ab", 1, 2, 9))
+    3
+    """
+    return dict(_random_word_counts(seed, distinct, letters, shortest, longest, largest_count))
+
+
+@functools.lru_cache(maxsize=8)
+def _random_word_counts(seed, distinct, letters, shortest, longest, largest_count) -> dict[str, int]:
+    rng = random.Random(seed)
+    counts: dict[str, int] = {}
+    while len(counts) < distinct:  # a word drawn again gets a new count, as the hidden tests always did
+        counts["".join(rng.choice(letters) for _ in range(rng.randint(shortest, longest)))] = rng.randint(1, largest_count)
+    return counts
 
 
 def reference_answer(function, *args, **kwargs):

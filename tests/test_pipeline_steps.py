@@ -41,6 +41,24 @@ def test_codec_refuses_subclasses_and_custom_equality():
         assert decoded != value and not (decoded == [])
 
 
+@given(plain)
+def test_arguments_packed_for_the_kernel_come_back_equal_with_exact_types(value):
+    back = codec.unpack(codec.pack(value))
+    assert back == value and type(back) is type(value)
+    assert codec.unpack(codec.pack([value])) == [value]
+
+
+def test_packing_refuses_what_the_kernel_could_not_rebuild_from_the_standard_library():
+    class Sneaky(tuple):
+        pass
+
+    for value in (Sneaky(), [len], {"f": lambda: 1}, collections.defaultdict(lambda: 0), [codec.Unsupported("x", "y")]):
+        with pytest.raises(TypeError, match="only plain values"):
+            codec.pack(value)
+    counts = collections.defaultdict(int, a=1)
+    assert codec.unpack(codec.pack(counts)) == counts and codec.unpack(codec.pack(counts)).default_factory is int
+
+
 def test_free_names_are_what_a_cell_uses_but_never_binds():
     source = "import random as r\nfrom x import y\nz = f(a, r.random())\nfor i in g(): print(i, y, z)\ndef h(k): return k + w\n"
     assert free_names(source) == ["f", "a", "g", "w"]
@@ -127,7 +145,18 @@ def test_call_each_is_the_loop_in_one_round_trip(tmp_path):
         assert call_each(proxy, [(4,), (7,)]) == [proxy(4), proxy(7)] == [(2, [4]), (3, [7])]
         with pytest.raises(ValueError, match="three"):
             list(call_each(proxy, [(4,), (3,), (8,)]))
+        session.run_cell("def scaled(n, by=1, *, sign=1):\n    return sign * n * by")
+        scaled = StudentFunction(session, "scaled", deadline=float("inf"))
+        assert call_each(scaled, [(2,), (5,)], by=10, sign=-1) == [scaled(2, by=10, sign=-1), scaled(5, sign=-1, by=10)] == [-20, -50], \
+            "keywords go to every call, keyword-only parameters too"
+        assert call_each(scaled, [(2, 3)]) == [6]
+        session.run_cell("def grab(items, seen=[]):\n    items.append(len(items))\n    return list(items)")
+        grab = StudentFunction(session, "grab", deadline=float("inf"))
+        shared = [7]
+        assert call_each(grab, [(shared,), (shared,)]) == [[7, 1], [7, 1]], "each call gets arguments of its own, as each call did one at a time"
+        assert shared == [7], "the grader's own value is never changed"
     assert call_each(abs, [(-2,), (3,)]) == [2, 3], "outside the grader it is a plain loop"
+    assert call_each(sorted, [([2, 1],)], reverse=True) == [[2, 1]]
 
 
 def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit(tmp_path):
