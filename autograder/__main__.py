@@ -1,5 +1,5 @@
 import sys
 
-from autograder.cli import main
+from autograder.cli import exit_quickly, main
 
-sys.exit(main())
+sys.exit(exit_quickly(main()))

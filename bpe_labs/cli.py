@@ -2,7 +2,7 @@
 with this course installed)."""
 import sys
 
-from autograder.cli import main as engine_main
+from autograder.cli import exit_quickly, main as engine_main
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -11,5 +11,10 @@ def main(argv: list[str] | None = None) -> int:
     return engine_main(argv, course=COURSE, prog="bpe-labs")
 
 
+def script() -> int:
+    """The ``bpe-labs`` program: :func:`main`, then a quick exit."""
+    return exit_quickly(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(script())

@@ -55,3 +55,17 @@ def test_the_command_line_modules_import_nothing_heavy():
     imported = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
                               env={"PYTHONPATH": str(REPO_ROOT), "PATH": ""})
     assert imported.stdout.strip() == "[]"
+
+
+def test_a_report_started_early_has_every_row(tmp_path):
+    """The painter starts drawing when the last result is in; a report asked for with other rows
+    (one more came after all) is drawn again from those rows, never left with the early ones."""
+    first = [graded_result("toy_bpe", "ada", [2, 1, 0, 3, 2], "a.ipynb")]
+    both = first + [graded_result("toy_bpe", "bob", [0, 0, 0, 0, 0], "b.ipynb")]
+    for name, started, asked in [("same", both, both), ("more", first, both)]:
+        (tmp_path / name).mkdir()
+        painter = report.painter()
+        painter.start(started, tmp_path / name)
+        assert report.class_report(asked, tmp_path / name, painter) == tmp_path / name / "class_report.md"
+        assert "2 files, 2 graded." in (tmp_path / name / "class_report.md").read_text()
+        assert painter.background.process is None  # ended after the report

@@ -175,7 +175,7 @@ def test_the_project_installs_requirements_txt_and_declares_its_course_and_comma
     assert pyproject["project"]["dynamic"] == ["dependencies"]
     assert pyproject["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
     assert pyproject["project"]["entry-points"]["autograder.courses"] == {"bpe_labs": "bpe_labs.course:COURSE"}
-    assert pyproject["project"]["scripts"] == {"bpe-labs": "bpe_labs.cli:main"}
+    assert pyproject["project"]["scripts"] == {"bpe-labs": "bpe_labs.cli:script"}
     # make's set-up installs the project after its requirements (then notebooks run from any folder)
     recipe = (REPO_ROOT / "Makefile").read_text(encoding="utf-8").split("$(VENV)/.installed:", 1)[1].split("\n\n", 1)[0]
     assert recipe.index("-r requirements.txt") < recipe.index("--editable .")

@@ -79,7 +79,7 @@ def test_the_wheel_carries_both_packages_and_the_course_files(wheel):
     assert expected <= names, sorted(expected - names)
     assert not [name for name in names if name.startswith(("tests/", "benchmarks/", "docs/")) or "__pycache__" in name]
     assert "bpe_labs = bpe_labs.course:COURSE" in entry_points.split("[autograder.courses]", 1)[1]
-    assert "bpe-labs = bpe_labs.cli:main" in entry_points.split("[console_scripts]", 1)[1]
+    assert "bpe-labs = bpe_labs.cli:script" in entry_points.split("[console_scripts]", 1)[1]
 
 
 def test_the_installed_packages_come_from_the_wheel_not_the_checkout(installed, tmp_path):
