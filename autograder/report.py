@@ -262,7 +262,9 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
         axes[row][1].bar([p.part_id for p in lab.parts], share, color="#55a868")
         axes[row][1].set(ylim=(0, 1), ylabel="share of students")
         axes[row][1].set_title(f"{lab.lab_id}: full marks, per part", fontsize=10)
-        axes[row][1].tick_params(axis="x", rotation=30)
+        # each part name ends under its bar, so a long one stays inside the figure
+        axes[row][1].set_xticks(range(len(lab.parts)), [p.part_id for p in lab.parts], rotation=30, ha="right",
+                                rotation_mode="anchor")
         lines += [f"## {lab.title} ({len(mine)} graded, mean {sum(scores) / len(scores):.2f} / {lab.max_score:g})", "",
                   "| part | full marks | missed by |", "|---|---|---|"]
         for part, fraction in sorted(zip(lab.parts, share), key=lambda item: item[1]):
