@@ -43,7 +43,7 @@ def _sendable(error: BaseException) -> BaseException:
 
 def _load(preload: tuple, niceness: int = 0) -> None:
     """Import ``preload`` (or call its functions), at ``niceness`` if given (Linux: this thread only)."""
-    if niceness and sys.platform == "linux":
+    if niceness:
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)  # a thread's own priority on Linux
         except OSError:

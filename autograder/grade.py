@@ -95,6 +95,9 @@ class Redactor:
     ``abcab`` but not the public ``</w>``, and ``['ba', 'c']`` stays when the notebook has ``["ba", "c"]``.
     """
 
+    # Messages that are the grader's own words, with nothing of an input in them.
+    FIXED = frozenset({"", ALL_PASSED})
+
     def __init__(self, arguments: list, public: str, shortest: int = 3, shown: frozenset[str] = frozenset()):
         self._arguments, self._public, self._shortest, self._shown = arguments, public, shortest, shown
 
@@ -136,9 +139,6 @@ class Redactor:
             if fragment in text:
                 text = text.replace(fragment, "[hidden input]")
         return text
-
-    # Messages that are the grader's own words, with nothing of an input in them.
-    FIXED = frozenset({"", ALL_PASSED})
 
 
 def grade_file(path: Path, student_id: str, settings: Settings = Settings(), attempts: int = 2) -> GradeResult:

@@ -38,7 +38,6 @@ from __future__ import annotations
 from heapq import heapify, heappop, heappush
 from operator import mul
 
-
 from bpe_labs.reference.base import BYTE_OF_CHARACTER, END_OF_WORD, Pair, symbol_bytes
 from bpe_labs.reference.pretokenize import count_pretokens, count_words, count_words_parallel, split_on_special_tokens
 from bpe_labs.reference.simple_trainer import check_arguments
