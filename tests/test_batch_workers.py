@@ -93,9 +93,12 @@ def test_a_file_that_trips_the_workers_memory_limit_costs_its_row_only(tmp_path)
     """Each grading worker has its own address-space limit: a file too big to read within it gets
     an error row, and the honest file next to it is graded in full."""
     raw = dump(correct_notebook())
-    # 24 MB of "[]," in the metadata: each becomes a list object of 56 bytes, twice over in intake
-    padding = b'"padding": [' + b"[]," * 8_000_000 + b'[]], '
-    big = raw.replace(b'"metadata": {', b'"metadata": {' + padding, 1)
+    # 24 MB of "[]," in a cell's empty metadata: each becomes a list object of 56 bytes, twice over in
+    # intake. The file stays valid JSON, so only the memory limit can stop it (with a stray comma it
+    # came out "invalid_json" whenever the worker had the room to read it to the end).
+    padding = b'"padding": [' + b"[]," * 8_000_000 + b'[]]'
+    assert b'"metadata": {}' in raw
+    big = raw.replace(b'"metadata": {}', b'"metadata": {' + padding + b'}', 1)
     assert len(big) > len(raw) + 20_000_000
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "big_toy_bpe.ipynb").write_bytes(big)
