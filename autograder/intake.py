@@ -128,6 +128,8 @@ def read_submission(path: Path, student_id: str) -> Submission:
     major = data.get("nbformat")
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
+    except MemoryError:
+        raise  # the grader ran out of room, which says nothing of the file's kind: a grader_error row
     except Exception as error:  # RecursionError included: nesting that json allows and nbformat does not
         sub.status, sub.message = NOT_A_NOTEBOOK, f"the notebook could not be read ({type(error).__name__}: {str(error)[:200]})"
         return sub

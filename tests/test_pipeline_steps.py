@@ -2,6 +2,7 @@
 import collections
 from pathlib import Path
 
+import nbformat
 import pytest
 from hypothesis import given, strategies as st
 
@@ -116,6 +117,21 @@ def test_intake_reports_bad_files_clearly(tmp_path):
     assert read_submission(tmp_path / "empty.ipynb", "a").status == "empty_file"
     assert read_submission(tmp_path / "broken.ipynb", "a").status == "invalid_json"
     assert read_submission(tmp_path / "list.ipynb", "a").status == "not_a_notebook"
+
+
+def test_intake_lets_running_out_of_memory_through(tmp_path, monkeypatch):
+    """A grader out of room has learnt nothing about the file: no "not a notebook" row for it
+    (grade_file turns the MemoryError into a grader_error row that names it)."""
+    import autograder.intake as intake
+
+    nbformat.write(make_submission(next(c for c in load_cases() if c["id"] == "toy-correct")), tmp_path / "fine.ipynb")
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(intake.nbformat, "reads", out_of_memory)
+    with pytest.raises(MemoryError):
+        read_submission(tmp_path / "fine.ipynb", "a")
 
 
 def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
