@@ -368,7 +368,11 @@ class KernelSession:
         self._specs = KernelSpecManager(kernel_dirs=[str(self._private / "kernels")])
         if not self.isolation.startswith("landlock"):
             self._link_course_data()  # in boundary mode the launcher links it inside its own tmpfs
-        self._start()
+        try:
+            self._start()
+        except BaseException:  # a kernel that started, then failed (its codec, the notebook's time): shut it too
+            self._shut_down(getattr(self, "km", None), getattr(self, "kc", None), self._private, self._cgroups)
+            raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -379,11 +383,12 @@ class KernelSession:
 
     @staticmethod
     def _shut_down(km, kc, private: Path, cgroups: list[str]) -> None:
-        try:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
-        except Exception:
-            pass
+        for stop in (kc is not None and kc.stop_channels, km is not None and functools.partial(km.shutdown_kernel, now=True)):
+            try:
+                if stop:
+                    stop()
+            except Exception:  # each on its own: channels that would not stop must not keep the kernel alive
+                pass
         isolation.remove_cgroups(cgroups)
         shutil.rmtree(private, ignore_errors=True)
 

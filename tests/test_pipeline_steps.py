@@ -199,3 +199,16 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
                 seen.append(got)
         assert seen == [0, 1]
         assert session.call("slow", 5) == 5, "the kernel answers after a call was cut off"
+
+
+def test_a_kernel_started_when_the_notebooks_time_is_up_is_shut_down(tmp_path):
+    """The kernel starts, then the first request finds no time left: the session raises and the
+    kernel it started does not outlive it (a worker would otherwise keep one per such notebook)."""
+    import time
+
+    session = KernelSession(tmp_path / "work", Limits(notebook_seconds=30))
+    session._started_at = time.monotonic() - 31
+    with pytest.raises(CallTimeout):
+        session.__enter__()
+    assert session.km.has_kernel is False or not session.km.is_alive()
+    assert not session._private.exists()
