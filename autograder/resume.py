@@ -32,12 +32,17 @@ def load_key(path: Path | None = None) -> bytes:
     path = Path(path or key_path())
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        try:
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another grader made it first
-            return path.read_bytes()
-        with os.fdopen(descriptor, "wb") as handle:
+        # Written in full beside it, then linked into place: a grader starting at the same moment
+        # finds either no key or the whole key, never an empty file to sign with.
+        written = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        with os.fdopen(os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
             handle.write(secrets.token_hex(32).encode())
+        try:
+            os.link(written, path)
+        except FileExistsError:  # another grader made it first: theirs is the key
+            pass
+        finally:
+            os.unlink(written)
     return path.read_bytes()
 
 

@@ -148,3 +148,31 @@ def test_the_grade_command_refuses_to_go_on_after_a_course_change(tmp_path, fold
     monkeypatch.setattr(batch, "grade_folder", changed)
     assert main(["grade", str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2
     assert "course files changed" in capsys.readouterr().err
+
+
+def test_graders_starting_together_share_one_whole_resume_key(tmp_path):
+    """Four processes make the key at the same moment: each reads the same 64 hex digits (an
+    empty or half-written key would sign results that the next run distrusts), owner-only."""
+    import multiprocessing
+    import stat
+
+    from autograder.resume import load_key
+
+    path = tmp_path / "fresh" / "resume.key"
+    start = multiprocessing.get_context("fork").Barrier(4)
+
+    def make(queue):
+        start.wait()
+        queue.put(load_key(path))
+
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    processes = [context.Process(target=make, args=(queue,)) for _ in range(4)]
+    for process in processes:
+        process.start()
+    keys = [queue.get(timeout=60) for _ in processes]
+    for process in processes:
+        process.join(60)
+    assert len(set(keys)) == 1 and len(keys[0]) == 64 and int(keys[0], 16) >= 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == ["resume.key"], "no file left beside it"
