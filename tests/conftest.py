@@ -1,8 +1,14 @@
 import pytest
+from hypothesis import settings
 
 from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder
 from bpe_labs.examples import load_cases
+
+# No per-example deadline: on a loaded 2-core CI machine one scheduling stall of a quarter second
+# would fail an example that is correct (DeadlineExceeded, or "Flaky" when its replay is quick).
+settings.register_profile("bpe-labs", deadline=None)
+settings.load_profile("bpe-labs")
 
 
 @pytest.fixture(scope="session")

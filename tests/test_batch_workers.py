@@ -59,6 +59,8 @@ def _kill_busy_workers(parent: psutil.Process, how: signal.Signals, count: int, 
     while not done.is_set() and len(hits) < count:
         for worker in parent.children():
             try:
+                if "--zygote" in worker.cmdline():  # this process's own kernel maker (a kernel of an earlier test may be ending)
+                    continue
                 if worker.pid not in hits and worker.children():  # its kernel is running: it is grading
                     os.kill(worker.pid, how)
                     hits.append(worker.pid)
