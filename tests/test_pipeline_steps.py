@@ -1,12 +1,13 @@
 """Each step of the grading pipeline on its own: codec, intake, repair, check, kernel limits."""
 import collections
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 from hypothesis import given, strategies as st
 
-from autograder import codec
+from autograder import codec, intake
 from autograder.check import free_names
 from bpe_labs.examples import load_cases, make_submission
 from autograder.intake import find_submissions, read_submission, recognise_lab, student_id_from_flat_name
@@ -122,8 +123,6 @@ def test_intake_reports_bad_files_clearly(tmp_path):
 def test_intake_lets_running_out_of_memory_through(tmp_path, monkeypatch):
     """A grader out of room has learnt nothing about the file: no "not a notebook" row for it
     (grade_file turns the MemoryError into a grader_error row that names it)."""
-    import autograder.intake as intake
-
     nbformat.write(make_submission(next(c for c in load_cases() if c["id"] == "toy-correct")), tmp_path / "fine.ipynb")
 
     def out_of_memory(*args, **kwargs):
@@ -204,8 +203,6 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
 def test_a_kernel_started_when_the_notebooks_time_is_up_is_shut_down(tmp_path):
     """The kernel starts, then the first request finds no time left: the session raises and the
     kernel it started does not outlive it (a worker would otherwise keep one per such notebook)."""
-    import time
-
     session = KernelSession(tmp_path / "work", Limits(notebook_seconds=30))
     session._started_at = time.monotonic() - 31
     with pytest.raises(CallTimeout):

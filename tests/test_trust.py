@@ -3,7 +3,9 @@ course files only as long as they are what they were when grading began."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import shutil
+import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import autograder.batch as batch
 from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder, result_path
 from autograder.guard import CourseChanged, CourseGuard, course_files
+from autograder.resume import load_key
 from autograder.grade import grade_file as real_grade_file
 from bpe_labs.course import COURSE
 
@@ -153,19 +156,14 @@ def test_the_grade_command_refuses_to_go_on_after_a_course_change(tmp_path, fold
 def test_graders_starting_together_share_one_whole_resume_key(tmp_path):
     """Four processes make the key at the same moment: each reads the same 64 hex digits (an
     empty or half-written key would sign results that the next run distrusts), owner-only."""
-    import multiprocessing
-    import stat
-
-    from autograder.resume import load_key
-
     path = tmp_path / "fresh" / "resume.key"
-    start = multiprocessing.get_context("fork").Barrier(4)
+    context = multiprocessing.get_context("fork")
+    start = context.Barrier(4)
 
     def make(queue):
         start.wait()
         queue.put(load_key(path))
 
-    context = multiprocessing.get_context("fork")
     queue = context.Queue()
     processes = [context.Process(target=make, args=(queue,)) for _ in range(4)]
     for process in processes:
@@ -173,6 +171,6 @@ def test_graders_starting_together_share_one_whole_resume_key(tmp_path):
     keys = [queue.get(timeout=60) for _ in processes]
     for process in processes:
         process.join(60)
-    assert len(set(keys)) == 1 and len(keys[0]) == 64 and int(keys[0], 16) >= 0
+    assert len(set(keys)) == 1 and len(bytes.fromhex(keys[0].decode())) == 32
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert sorted(p.name for p in path.parent.iterdir()) == ["resume.key"], "no file left beside it"
