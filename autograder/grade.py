@@ -26,7 +26,7 @@ from pathlib import Path
 from autograder.check import ALL_PASSED, hidden_test_names, run_part
 from autograder.course import current
 from autograder.intake import read_submission
-from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
+from autograder.kernel import OWN_EXCEPTION, CallTimeout, KernelDied, KernelSession, Limits, imported_modules
 from autograder.labs import get_lab, release_cells
 from autograder.repair import Step, repair
 from autograder.result import GRADER_ERROR, GradeResult, MalformedResult
@@ -331,8 +331,10 @@ def _hidden_tests(session: KernelSession, part, settings: Settings) -> dict:
         entry = {"part_id": part.part_id, "score": 0, "max_score": part.points,
                  "message": f"this part could not be graded ({type(error).__name__})"}
     # Text the kernel made after a hidden input reached it (an exception's message, a failed
-    # call's error) can carry that input in any encoding: keep the class of error, drop the text.
-    for pattern in (r"^(on a hidden test input, .*? raised [A-Za-z_][\w.]*)", r"^(the grader's call failed in the kernel)"):
+    # call's error) can carry that input in any encoding: keep the class of error if it is a built-in
+    # one (a class the student made is not named: its name can carry the input too), drop the text.
+    for pattern in (rf"^(on a hidden test input, .*? raised (?:{re.escape(OWN_EXCEPTION)}|[A-Za-z_]\w*))",
+                    r"^(the grader's call failed in the kernel)"):
         said = re.match(pattern, entry["message"], re.S)
         if said:
             entry["message"] = said.group(1)

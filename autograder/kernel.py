@@ -53,6 +53,8 @@ class Limits:
     notebook_seconds: float = 600.0
     memory_bytes: int = 4 * 1024**3
     interrupt_grace_seconds: float = 5.0
+    # Reading what a cell printed takes at most this long: a kernel may publish without end.
+    drain_seconds: float = 2.0
     # A notebook that kills every kernel would otherwise be replayed without end.
     max_restarts: int = 3
     # A kernel's message larger than this is dropped unread (ZMQ_MAXMSGSIZE) before the grader
@@ -324,6 +326,9 @@ class StudentRaised(Exception):
     """The student's function raised an exception that is not a built-in class."""
 
 
+OWN_EXCEPTION = "an exception of a class of its own"  # how a hidden test's feedback names such a class
+
+
 @dataclass
 class KernelSession:
     workdir: Path
@@ -445,7 +450,10 @@ class KernelSession:
             os.chown(self.km.connection_file, self._uid, self._uid)
         # The kernel process's own output (ipykernel's start-up warnings) goes to a log beside it;
         # what the notebook prints travels on the output channel as usual.
-        with open(self._private / "kernel.log", "ab") as log:
+        # A log of each start's own: what a killed kernel wrote to its stderr (after a hidden input
+        # reached it) is never in the message of a restart that failed.
+        log_path = self._private / f"kernel-{self.restarts}.log"
+        with open(log_path, "ab") as log:
             self.km.start_kernel(cwd=str(self.workdir), env=self._environment(), stdout=log, stderr=log)
         self.kc = self.km.client()
         self.kc.context.setsockopt(zmq.MAXMSGSIZE, self.limits.reply_bytes)  # see Limits.reply_bytes
@@ -453,7 +461,7 @@ class KernelSession:
         try:
             self.kc.wait_for_ready(timeout=60)
         except RuntimeError as error:  # the kernel died while starting: say why, from its log
-            log_text = (self._private / "kernel.log").read_text(errors="replace")[-400:]
+            log_text = log_path.read_text(errors="replace")[-400:]
             raise KernelDied(f"the kernel did not start: {error}; {log_text.strip()}") from None
         self._install_codec()
 
@@ -539,15 +547,21 @@ class KernelSession:
 
     def _drain_output(self, until_idle_of: str | None = None, limit: int = 4000) -> str:
         """Read the output channel: what was printed, up to ``limit`` characters (long outputs cost
-        nothing). With ``until_idle_of``, wait (briefly) for that request's outputs to end."""
+        nothing). With ``until_idle_of``, wait (briefly) for that request's outputs to end.
+
+        Never longer than ``Limits.drain_seconds`` nor past the notebook's time: a kernel can publish
+        output faster than it is read (a thread sending signed messages without end), and the output
+        channel is never empty then."""
         chunks: list[str] = []
         size = 0
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + max(0.0, min(self.limits.drain_seconds, self.seconds_left))
         while True:
+            if time.monotonic() > deadline:
+                return "".join(chunks)
             try:
                 msg = self.kc.get_iopub_msg(timeout=0.2 if until_idle_of else 0)
             except queue.Empty:
-                if not until_idle_of or time.monotonic() > deadline:
+                if not until_idle_of:
                     return "".join(chunks)
                 continue
             own = not until_idle_of or msg["parent_header"].get("msg_id") == until_idle_of
@@ -689,7 +703,11 @@ class KernelSession:
         _, class_name, builtin, message = outcome
         import builtins
 
-        kind = getattr(builtins, class_name) if builtin else None
-        error = kind(message) if isinstance(kind, type) and issubclass(kind, Exception) else StudentRaised(f"{class_name}: {message}")
+        kind = getattr(builtins, str(class_name), None) if builtin else None
+        if isinstance(kind, type) and issubclass(kind, Exception):
+            error = kind(message)
+        else:  # a class the student made: its name is theirs to choose, like a message, so it is not repeated
+            class_name = OWN_EXCEPTION
+            error = StudentRaised(f"{class_name}: {message}")
         error.autograder_student = f"{name} raised {class_name}: {message}"
         raise error

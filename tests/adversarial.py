@@ -383,6 +383,12 @@ PRINTS_ENCODED = ("    corpus, vocabulary = bpe_initialize(dataset)\n",
 # check's inputs, then its hidden tests'), joined with dots.
 RAISES_REMEMBERED = "raise ValueError(' '.join('.'.join(_w) for _w, _p in SEEN[:40]))\n"
 
+# From a red-team run: an exception's class name is the student's to choose (type() takes any str),
+# so tokenize raises, on inputs it was not shown, a class named after the longest remembered words, in hex.
+RAISES_CLASS_NAMED = ("    tokens = []\n", "    if len(text) > 5 and text not in ('deserting', 'tester', 'desserts'):\n"
+                      "        raise type('L_' + '_'.join(sorted({'.'.join(_w).encode().hex() for _w, _p in SEEN}, key=len)[-40:]), (Exception,), {})()\n"
+                      "    tokens = []\n")
+
 
 # A later cell redefines an earlier answer's function for its own use (returns a tuple): the
 # notebook run top to bottom shows every check ✅ at its place, as nbgrader grades it.
@@ -597,6 +603,12 @@ def _cases() -> list[Case]:
         replace_in(nb, "merge_solution", *REMEMBERS_INPUTS)
         insert_after(nb, "tokenize_solution", new_code(RAISES_REMEMBERED, "my-cell"))
 
+    def raises_class_named(nb):
+        cell = cell_of(nb, "merge_solution")
+        cell.source = "SEEN = []\n\n" + cell.source
+        replace_in(nb, "merge_solution", *REMEMBERS_INPUTS)
+        replace_in(nb, "tokenize_solution", *RAISES_CLASS_NAMED)
+
     def shadowing(nb):
         cell = cell_of(nb, "tokenize_solution")
         cell.source = cell.source + SHADOWING_HELPER
@@ -671,6 +683,8 @@ def _cases() -> list[Case]:
             lambda nb: replace_in(nb, "merge_solution", *DEBUG_PRINTS)), parts=full),
         Case("leak-exception-message", "tokenize raises with its arguments in the message on inputs it was not shown",
              mangled(lambda nb: replace_in(nb, "tokenize_solution", *RAISES_WITH_INPUT)), parts=lose_tokenize),
+        Case("leak-exception-class-name", "tokenize raises, on inputs it was not shown, a class named after remembered inputs",
+             mangled(raises_class_named), parts=lose_tokenize),
         Case("leak-via-visible-check", "merge_pair_in_word remembers its inputs; learn_bpe prints them during the learn check",
              mangled(remembers_inputs), parts=full),
         Case("leak-encoded-print", "as leak-via-visible-check, printed joined with dots and reversed",

@@ -24,7 +24,7 @@ from autograder import gradebook, report
 from autograder.batch import grade_folder
 from autograder.check import free_names
 from autograder.grade import Settings, grade_file as real_grade_file
-from autograder.kernel import Limits
+from autograder.kernel import OWN_EXCEPTION, Limits
 from autograder.labs import HIDDEN_TESTS, get_lab
 from autograder.result import GradeResult
 from autograder.resume import unsigned
@@ -34,7 +34,8 @@ SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_secon
                     part_seconds=20)
 
 # Cases whose student code tries to smuggle hidden inputs into its own feedback.
-LEAK_CASES = ("leak-exception-message", "leak-via-visible-check", "leak-encoded-print", "leak-added-cell-error")
+LEAK_CASES = ("leak-exception-message", "leak-exception-class-name", "leak-via-visible-check", "leak-encoded-print",
+              "leak-added-cell-error")
 
 
 @pytest.fixture(scope="module")
@@ -85,12 +86,12 @@ def hidden_source_fragments() -> set[str]:
 
 
 def encodings(argument_repr: str) -> set[str]:
-    """How the leak cases print a word they remembered: joined with dots, and reversed."""
+    """How the leak cases print a word they remembered: joined with dots, reversed, and dotted in hex."""
     import ast
 
     value = ast.literal_eval(argument_repr)
     if isinstance(value, list) and value and all(isinstance(s, str) for s in value):
-        return {".".join(value), "".join(value)[::-1]}
+        return {".".join(value), "".join(value)[::-1], ".".join(value).encode().hex()}
     return set()
 
 
@@ -180,6 +181,7 @@ def test_the_leak_cases_tried_and_their_output_is_shown(graded, encoded_inputs):
     assert any(form in texts["leak-encoded-print"] for form in encoded_inputs[1]), "the encoded prints are shown"
     assert "ValueError" in texts["leak-added-cell-error"], "the added cell's error is shown"
     assert "raised ValueError" in texts["leak-exception-message"]
+    assert f"tokenize raised {OWN_EXCEPTION}" in texts["leak-exception-class-name"]
 
 
 # -- resume --------------------------------------------------------------------------------------

@@ -68,3 +68,44 @@ def test_a_huge_reply_is_dropped_before_the_grader_decodes_it(tmp_path):
     outcome, again, peak_mb = done.stdout.split()
     assert outcome in ("KernelDied", "CallTimeout") and again == "ok"
     assert int(peak_mb) < 400, f"the grader grew to {peak_mb} MB"
+
+
+# From a red-team run: the kernel's own output thread sends stream messages, each signed with the
+# kernel's key and unique (so jupyter_client takes every one), faster than the grader reads them.
+FLOOD = textwrap.dedent('''
+    _kernel = get_ipython().kernel
+    _iopub, _key, _session_id, _sent = _kernel.iopub_thread, _kernel.session.auth, _kernel.session.session, [0]
+
+    def _frames():
+        _sent[0] += 1
+        header = ('{"msg_id":"f%d","msg_type":"stream","username":"u","session":"%s",'
+                  '"date":"2024-01-01T00:00:00Z","version":"5.3"}' % (_sent[0], _session_id)).encode()
+        parts = (header, b"{}", b"{}", b'{"name":"stdout","text":""}')
+        signature = _key.copy()
+        for part in parts:
+            signature.update(part)
+        return [b"stream.stdout", b"<IDS|MSG>", signature.hexdigest().encode(), *parts]
+
+    def _burst():
+        try:
+            for _ in range(300):
+                _iopub.socket.send_multipart(_frames())
+        finally:
+            _iopub.io_loop.call_later(0.0005, _burst)
+
+    _iopub.io_loop.add_callback(_burst)
+''')
+
+
+def test_a_kernel_flooding_its_output_channel_cannot_hold_the_grader_past_the_notebooks_time(tmp_path):
+    """Reading a cell's output stops at its own deadline and at the notebook's: the flooding file
+    is graded within its time (it held the grader for good before), its honest parts kept."""
+    nb = correct_notebook()
+    cell_of(nb, "tokenize_solution").source += "\n" + FLOOD
+    path = tmp_path / "flood_toy_bpe.ipynb"
+    path.write_bytes(dump(nb))
+    limits = Limits(cell_seconds=5, call_seconds=3, notebook_seconds=20, interrupt_grace_seconds=2)
+    result = grade_file(path, "flood", Settings(limits=limits, part_seconds=20))
+    assert result.status == "graded", result.message
+    assert result.parts["initialize"].score == result.parts["initialize"].max_score
+    assert result.seconds < 20 + 10, result.seconds
