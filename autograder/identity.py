@@ -72,16 +72,22 @@ def identify(relative: Path, lab_ids: tuple[str, ...] = ()) -> Identity:
     if len(parts) == 3:
         return Identity(parts[0], "nbgrader", order=(relative.name,))
     stem = relative.stem
-    for candidate, in_folder in ((stem, False), (parts[-2] if len(parts) >= 2 else "", True)):
-        moodle = MOODLE.match(candidate)
-        if moodle:
-            return Identity(moodle["name"], "moodle", moodle["user"], moodle["name"],
-                            order=(0, relative.name), note="Moodle folder export" if in_folder else "")
+    # What the LMS wrote comes first, and a name the student chose can imitate the other pattern:
+    # a Moodle folder names the student whatever the file inside is called; a Canvas prefix is at
+    # the very start (a real Moodle name never matches CANVAS: its "assignsubmission" is no number),
+    # while an uploaded name can hold "_777_assignsubmission_file_" anywhere.
+    folder = MOODLE.match(parts[-2]) if len(parts) >= 2 else None
+    if folder:
+        return Identity(folder["name"], "moodle", folder["user"], folder["name"], order=(0, relative.name),
+                        note="Moodle folder export")
     canvas = CANVAS.match(stem)
     if canvas:
         return Identity(canvas["name"], "canvas", canvas["user"], canvas["name"], late=bool(canvas["late"]),
                         order=(int(canvas["submission"]), int(canvas["again"] or 0), relative.name),
                         note="late submission" if canvas["late"] else "")
+    moodle = MOODLE.match(stem)
+    if moodle:
+        return Identity(moodle["name"], "moodle", moodle["user"], moodle["name"], order=(0, relative.name))
     return Identity(_strip_lab_suffix(stem, lab_ids) or stem, "file name", order=(0, relative.name))
 
 

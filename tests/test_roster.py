@@ -90,6 +90,27 @@ def test_a_roster_maps_export_names_and_user_ids_to_student_ids(tmp_path, notebo
     assert rows[names[4]].status == "not_on_roster" and "mallory" in rows[names[4]].message
 
 
+HIJACKS = [  # (file as the LMS exports it, whose it is): each uploaded name imitates bob's (user 777)
+    ("mallory_1234_5678_x_777_assignsubmission_file_toy_bpe.ipynb", "s_mal"),  # Canvas, a Moodle-looking upload
+    ("Mallory Smith_1234_assignsubmission_file_/bob_777_9999_toy_bpe.ipynb", "s_mal"),  # Moodle folder, a Canvas-looking upload
+    ("Mallory Smith_1234_assignsubmission_file_/Bob_777_assignsubmission_file_toy_bpe.ipynb", "s_mal"),  # Moodle folder, Moodle-looking
+    ("Mallory Smith_1234_assignsubmission_file_Bob_777_assignsubmission_file_toy_bpe.ipynb", "s_mal"),  # Moodle flat, Moodle-looking
+]
+
+
+@pytest.mark.parametrize("name, owner", HIJACKS, ids=["canvas", "moodle-folder-canvas", "moodle-folder-moodle", "moodle-flat"])
+def test_an_uploaded_name_cannot_take_a_classmates_row(tmp_path, notebook_bytes, name, owner):
+    """From a red-team run: with a roster, a Canvas export whose uploaded name held
+    "_777_assignsubmission_file_" was read as Moodle user 777, and graded as that classmate when
+    they had not handed in (a duplicate row under their id when they had)."""
+    (tmp_path / "roster.csv").write_text("student_id,user_id,name,email\ns_bob,777,bob,\ns_mal,1234,mallory,\n")
+    roster = read_roster(tmp_path / "roster.csv")
+    graded, rows = planned(write(tmp_path / "alone", [name], notebook_bytes), roster)
+    assert graded == {Path(name).name: owner} and rows == {}
+    graded, rows = planned(write(tmp_path / "both", [name, "bob_777_9999_toy_bpe.ipynb"], notebook_bytes), roster)
+    assert graded == {Path(name).name: owner, "bob_777_9999_toy_bpe.ipynb": "s_bob"} and rows == {}
+
+
 def test_a_roster_without_student_ids_is_refused(tmp_path):
     (tmp_path / "roster.csv").write_text("name,user_id\nAnn,1\n")
     with pytest.raises(ValueError, match="student_id"):
