@@ -188,9 +188,15 @@ DENIED_SYSCALLS_X86_64 = {
     "open_by_handle_at": 304, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
     "kexec_load": 246, "init_module": 175, "finit_module": 313, "delete_module": 176, "swapon": 167,
     "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179, "fsopen": 430, "fsmount": 432,
-    "move_mount": 429, "open_tree": 428, "pidfd_getfd": 438,
+    "move_mount": 429, "open_tree": 428, "pidfd_getfd": 438, "fsconfig": 431, "fspick": 433, "mount_setattr": 442,
 }
 SYS_SOCKET_X86_64 = 41
+SYS_CLONE_X86_64 = 56
+# clone3 passes its flags in memory, where a seccomp filter cannot look: it fails with ENOSYS, and
+# the C library then falls back to clone (as under Docker's default profile), whose flags are seen.
+SYS_CLONE3_X86_64 = 435
+# Every new-namespace flag of clone (CLONE_NEWTIME, NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET).
+CLONE_NAMESPACE_FLAGS = 0x00000080 | 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 
 
 def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -199,9 +205,10 @@ def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
 
 def seccomp_program(denied: dict[str, int] = DENIED_SYSCALLS_X86_64) -> bytes:
     """A classic-BPF seccomp program for x86-64: ``socket()`` of any family but ``AF_UNIX`` fails
-    with ``EAFNOSUPPORT``, the ``denied`` calls fail with ``EPERM``, calls of another ABI
-    (i386 ``int 0x80``, x32) fail with ``ENOSYS``, everything else is allowed."""
-    ld_w_abs, jeq_k, jge_k, ret_k = 0x20, 0x15, 0x35, 0x06
+    with ``EAFNOSUPPORT``, ``clone()`` with a new-namespace flag and the ``denied`` calls fail with
+    ``EPERM``, ``clone3()`` and calls of another ABI (i386 ``int 0x80``, x32) fail with ``ENOSYS``,
+    everything else is allowed."""
+    ld_w_abs, jeq_k, jge_k, jset_k, ret_k = 0x20, 0x15, 0x35, 0x45, 0x06
     numbers = sorted(set(denied.values()))
     program = [
         _bpf(ld_w_abs, 0, 0, 4),  # seccomp_data.arch
@@ -217,6 +224,16 @@ def seccomp_program(denied: dict[str, int] = DENIED_SYSCALLS_X86_64) -> bytes:
         _bpf(ld_w_abs, 0, 0, 16),
         _bpf(jeq_k, len(numbers) + 2, 0, AF_UNIX),  # -> allow (the last instruction)
         _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT),
+    ]
+    # clone: look at the flags (args[0], low 32 bits); clone3: ENOSYS. Both blocks end in a return.
+    program += [
+        _bpf(jeq_k, 0, 4, SYS_CLONE_X86_64),
+        _bpf(ld_w_abs, 0, 0, 16),
+        _bpf(jset_k, 0, 1, CLONE_NAMESPACE_FLAGS),
+        _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM),
+        _bpf(ret_k, 0, 0, SECCOMP_RET_ALLOW),
+        _bpf(jeq_k, 0, 1, SYS_CLONE3_X86_64),
+        _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
     ]
     for index, number in enumerate(numbers):
         remaining = len(numbers) - index - 1

@@ -92,6 +92,52 @@ def test_seccomp_refuses_ip_sockets_through_python_and_libc_but_keeps_unix_socke
     assert "ptrace -1 1" in lines  # EPERM
 
 
+@needs_x86_64
+def test_seccomp_refuses_new_namespaces_through_clone_and_clone3_but_keeps_fork_threads_and_subprocess():
+    """A red-team run made user, PID and network namespaces with the raw clone and clone3 system
+    calls (unshare and setns were refused): clone with a namespace flag now fails with EPERM, clone3
+    with ENOSYS (its flags are in memory, out of a filter's sight), while what honest code does still works."""
+    result = run_child("""
+        import struct, subprocess, threading
+        isolation.set_no_new_privs()
+        isolation.install_seccomp_filter()
+        raw = ctypes.PyDLL(None, use_errno=True)  # the GIL stays held: a raw clone's child may run Python
+        SIGCHLD = 17
+        flags = {"user": isolation.CLONE_NEWUSER, "pid": isolation.CLONE_NEWPID, "net": isolation.CLONE_NEWNET,
+                 "mount": isolation.CLONE_NEWNS, "uts": isolation.CLONE_NEWUTS, "ipc": isolation.CLONE_NEWIPC,
+                 "cgroup": 0x02000000, "time": 0x80}
+        for name, flag in flags.items():
+            pid = raw.syscall(56, flag | SIGCHLD, 0, 0, 0, 0)
+            if pid == 0:
+                os._exit(0)
+            print("clone", name, pid, ctypes.get_errno() if pid < 0 else os.waitpid(pid, 0)[1])
+            args = ctypes.create_string_buffer(struct.pack("=8Q", flag, 0, 0, 0, SIGCHLD, 0, 0, 0), 64)
+            pid = raw.syscall(435, args, 64)
+            if pid == 0:
+                os._exit(0)
+            print("clone3", name, pid, ctypes.get_errno() if pid < 0 else os.waitpid(pid, 0)[1])
+        pid = raw.syscall(56, SIGCHLD, 0, 0, 0, 0)  # as fork() asks
+        if pid == 0:
+            os._exit(7)
+        print("plain clone", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        pid = os.fork()
+        if pid == 0:
+            os._exit(3)
+        print("fork", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        box = []
+        thread = threading.Thread(target=box.append, args=("ran",))
+        thread.start(); thread.join()
+        print("thread", box[0])
+        print("subprocess", subprocess.run(["/bin/echo", "ok"], capture_output=True, text=True).stdout.strip())
+    """)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for name in ("user", "pid", "net", "mount", "uts", "ipc", "cgroup", "time"):
+        assert f"clone {name} -1 1" in lines, lines  # EPERM
+        assert f"clone3 {name} -1 38" in lines, lines  # ENOSYS
+    assert lines[-4:] == ["plain clone 7", "fork 3", "thread ran", "subprocess ok"], lines
+
+
 @needs_landlock
 def test_landlock_allows_only_the_rules_through_python_and_libc(tmp_path, listener):
     port, reached = listener
