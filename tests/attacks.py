@@ -36,7 +36,7 @@ ANSWER_CELLS = ("initialize_solution", "pair_frequencies_solution", "merge_solut
 STUDENT_FUNCTIONS = ("bpe_initialize", "get_pair_frequencies", "merge_pair_in_word", "learn_bpe", "tokenize")
 REPORT_TAG = "ATTACK-REPORT "
 # Outcome words that mean "this way in worked".
-HOLE_WORDS = ("READ", "WROTE", "SENT", "CONNECTED", "HIJACKED", "REACHABLE", "NO-LIMIT", "OVER-LIMIT", "RW-OPEN")
+HOLE_WORDS = ("READ", "WROTE", "SENT", "CONNECTED", "HIJACKED", "REACHABLE", "NO-LIMIT", "OVER-LIMIT", "RW-OPEN", "NEW-NAMESPACE")
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,9 @@ class Attack:
 PRELUDE_TEMPLATE = '''\
 import ctypes, errno, json, os, socket, struct, sys, time
 _libc = ctypes.CDLL(None, use_errno=True)
+# fork() through a PyDLL keeps the GIL held: through CDLL another thread of the kernel could take it
+# during the call, and the child, where that thread does not exist, would wait for it for good.
+_fork = ctypes.PyDLL(None, use_errno=True).fork
 _report = []
 
 
@@ -140,7 +143,7 @@ def _libc_spawn(argv, env, stdout_fd=-1, new_session=False):
     """fork + execve through libc alone: the child runs no Python (no audit hook, no lock taken
     by another thread at the fork). Returns the child's pid."""
     path, args, envp = os.fsencode(argv[0]), _c_strings(argv), _c_strings([f"{k}={v}" for k, v in env.items()])
-    pid = _libc.fork()
+    pid = _fork()
     if pid == 0:
         if stdout_fd >= 0:
             _libc.dup2(stdout_fd, 1)
@@ -661,10 +664,12 @@ _ENV = {{"PATH": "/usr/bin:/bin", "RED_TEAM_TOKEN": "{t.token}"}}
 
 def _double_fork():
     path, args, envp = os.fsencode(_ARGV[0]), _c_strings(_ARGV), _c_strings([f"{{k}}={{v}}" for k, v in _ENV.items()])
-    pid = _libc_call("fork")
+    pid = _fork()
+    if pid < 0:
+        _libc_error("fork")
     if pid == 0:
         _libc.setsid()
-        if _libc.fork() == 0:
+        if _fork() == 0:
             _libc.execve(path, args, envp)
         _libc._exit(0)
     deadline = time.monotonic() + 3
@@ -709,6 +714,51 @@ for _pid in os.listdir("/proc"):
     except OSError:
         pass
 _note("running", _running)
+''')}
+
+
+def namespaces(t: Targets) -> dict[str, str]:
+    """New namespaces of every kind through unshare, setns and the raw clone and clone3 system
+    calls (a red-team run got user, PID and network namespaces through clone3 and clone)."""
+    del t
+    return {"initialize_solution": cell('''
+_raw = ctypes.PyDLL(None, use_errno=True)  # the GIL stays held: a raw clone's child runs Python
+_FLAGS = {"user": 0x10000000, "pid": 0x20000000, "net": 0x40000000, "mount": 0x00020000, "uts": 0x04000000,
+          "ipc": 0x08000000, "cgroup": 0x02000000, "time": 0x80, "user+pid+net": 0x70000000}
+
+
+def _child_of(pid, how):
+    if pid == 0:
+        os._exit(0)
+    if pid < 0:
+        _libc_error(how)
+    os.waitpid(pid, 0)
+    return "NEW-NAMESPACE made"
+
+
+def _clone(flag):
+    return _child_of(_raw.syscall(56, flag | 17, 0, 0, 0, 0), "clone")
+
+
+def _clone3(flag):
+    args = ctypes.create_string_buffer(struct.pack("=8Q", flag, 0, 0, 0, 17, 0, 0, 0), 64)
+    return _child_of(_raw.syscall(435, args, 64), "clone3")
+
+
+def _unshare(flag):
+    _libc_call("unshare", flag)
+    return "NEW-NAMESPACE made"
+
+
+def _setns():
+    _libc_call("setns", os.open("/proc/self/ns/net", os.O_RDONLY), 0)
+    return "NEW-NAMESPACE joined"
+
+
+for _name, _flag in _FLAGS.items():
+    for _how, _way in (("clone", _clone), ("clone3", _clone3), ("unshare", _unshare)):
+        _try(f"{_how}-{_name}", lambda: _way(_flag))
+_try("setns", _setns)
 ''')}
 
 
@@ -798,16 +848,17 @@ else:
     _read, _write = os.pipe()
     _libc_spawn([sys.executable, "-S", "-c", {FORK_BOMB!r}, "{t.token}"], {{"PATH": "/usr/bin:/bin"}}, stdout_fd=_write)
     os.close(_write)
-    _said, _deadline = b"", time.monotonic() + 8
-    while time.monotonic() < _deadline and not _said.endswith(b"\\n"):
+    _said, _begun, _ended = b"", time.monotonic(), False
+    while time.monotonic() < _begun + 8 and not _said.endswith(b"\\n"):
         if select.select([_read], [], [], 0.2)[0]:
             _chunk = os.read(_read, 256)
             if not _chunk:
+                _ended = True
                 break
             _said += _chunk
     _started, _, _stopped_by = _said.decode().strip().partition(" ")
     if not _started:
-        _note("forks", "the forking process said nothing")
+        _note("forks", f"the forking process said nothing ({{'ended' if _ended else 'still silent'}} after {{time.monotonic() - _begun:.1f}} s)")
     elif int(_started) >= 2000:
         _note("forks", "NO-LIMIT 2000 started")
     else:
@@ -1028,6 +1079,7 @@ def attack_list(t: Targets) -> list[Attack]:
         Attack("x-gradebook", "write", "sqlite3 UPDATE of OUT/gradebook.db, libc O_RDWR open of it, saved results rewritten", write_gradebook),
         Attack("net-python", "network", "TCP, UDP, pathname and abstract Unix sockets (Python)", network_python),
         Attack("net-libc", "network", "TCP, UDP (socket by syscall number), pathname Unix socket (libc)", network_libc),
+        Attack("ns-clone", "process", "new namespaces of every kind by clone, clone3 and unshare (raw syscalls), and setns", namespaces),
         Attack("proc-daemons", "process", "daemons by libc double fork + setsid, _posixsubprocess.fork_exec, os.forkpty, libc system", daemons),
         Attack("sig-pidfd-kill", "signal", "pidfd_send_signal(pidfd_open(parent or grader), SIGKILL)", signal_attack(PIDFD_KILL), dangerous=True),
         Attack("sig-libc-kill", "signal", "libc kill(parent or grader, SIGKILL)", signal_attack(LIBC_KILL), dangerous=True),
