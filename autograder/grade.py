@@ -190,8 +190,6 @@ def release_imports(lab_id: str) -> tuple[str, ...]:
 
 
 def _session(workdir: str, name: str, settings: Settings, started: float, lab_id: str) -> KernelSession:
-    if time.monotonic() - started >= settings.limits.notebook_seconds:  # no kernel started only to be told so
-        raise CallTimeout("could not run: the notebook's time limit was used up")
     session = KernelSession(Path(workdir) / name, settings.limits, Path(settings.data_dir or current().default_data).resolve(), settings.denied,
                             preload=release_imports(lab_id))
     session._started_at = started  # one clock for everything done for this file

@@ -7,6 +7,7 @@ run), and lets the grader call the student's functions with plain values (see ``
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import inspect
 import itertools
@@ -327,6 +328,7 @@ class StudentRaised(Exception):
 
 
 OWN_EXCEPTION = "an exception of a class of its own"  # how a hidden test's feedback names such a class
+TIME_USED_UP = "could not run: the notebook's time limit was used up"
 
 
 @dataclass
@@ -346,6 +348,8 @@ class KernelSession:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "KernelSession":
+        if self.seconds_left <= 0:  # no kernel started only to be told so
+            raise CallTimeout(TIME_USED_UP)
         self.isolation = isolation_status()
         if self.limits.require_isolation and not self.isolation.startswith("landlock"):
             raise IsolationUnavailable(f"kernel isolation was required but is not available here: {self.isolation}")
@@ -387,13 +391,19 @@ class KernelSession:
         threading.Thread(target=self._shut_down, args=(self.km, self.kc, self._private, self._cgroups), daemon=False).start()
 
     @staticmethod
-    def _shut_down(km, kc, private: Path, cgroups: list[str]) -> None:
-        for stop in (kc is not None and kc.stop_channels, km is not None and functools.partial(km.shutdown_kernel, now=True)):
-            try:
-                if stop:
-                    stop()
-            except Exception:  # each on its own: channels that would not stop must not keep the kernel alive
-                pass
+    def _stop_kernel(km, kc) -> None:
+        """Close the channels, then end the kernel: each on its own, so that channels that would not
+        close never keep the kernel alive."""
+        with contextlib.suppress(Exception):
+            if kc is not None:
+                kc.stop_channels()
+        with contextlib.suppress(Exception):
+            if km is not None:
+                km.shutdown_kernel(now=True)
+
+    @classmethod
+    def _shut_down(cls, km, kc, private: Path, cgroups: list[str]) -> None:
+        cls._stop_kernel(km, kc)
         isolation.remove_cgroups(cgroups)
         shutil.rmtree(private, ignore_errors=True)
 
@@ -475,11 +485,7 @@ class KernelSession:
 
         Within the notebook's time limit and at most ``max_restarts`` times: after that the session
         gives up, and every later call fails at once as if the kernel had died."""
-        try:
-            self.kc.stop_channels()
-            self.km.shutdown_kernel(now=True)
-        except Exception:
-            pass
+        self._stop_kernel(self.km, self.kc)
         if self.restarts >= self.limits.max_restarts:
             self.given_up = f"the kernel died {self.restarts + 1} times (limit {self.limits.max_restarts} restarts)"
             return
@@ -516,7 +522,7 @@ class KernelSession:
         if self.given_up:
             raise KernelDied(self.given_up)
         if self.seconds_left <= 0:
-            raise CallTimeout("could not run: the notebook's time limit was used up")
+            raise CallTimeout(TIME_USED_UP)
         timeout = min(timeout, self.seconds_left)  # the notebook's limit caps every request
         # stop_on_error=False: otherwise a cell that raises makes the kernel abort the requests right
         # after it, and a later definition cell would silently never run.

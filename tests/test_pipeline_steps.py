@@ -202,10 +202,16 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
 
 def test_a_kernel_started_when_the_notebooks_time_is_up_is_shut_down(tmp_path):
     """The kernel starts, then the first request finds no time left: the session raises and the
-    kernel it started does not outlive it (a worker would otherwise keep one per such notebook)."""
+    kernel it started does not outlive it (a worker would otherwise keep one per such notebook).
+    With no time left at all, no kernel is started."""
     session = KernelSession(tmp_path / "work", Limits(notebook_seconds=30))
-    session._started_at = time.monotonic() - 31
+    session._started_at = time.monotonic() - 30 + 0.05  # less than a kernel takes to start
     with pytest.raises(CallTimeout):
         session.__enter__()
     assert session.km.has_kernel is False or not session.km.is_alive()
     assert not session._private.exists()
+    late = KernelSession(tmp_path / "late", Limits(notebook_seconds=30))
+    late._started_at = time.monotonic() - 31
+    with pytest.raises(CallTimeout):
+        late.__enter__()
+    assert not hasattr(late, "km") and not (tmp_path / "late").exists()
