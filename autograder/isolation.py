@@ -195,8 +195,6 @@ SYS_CLONE_X86_64 = 56
 # clone3 passes its flags in memory, where a seccomp filter cannot look: it fails with ENOSYS, and
 # the C library then falls back to clone (as under Docker's default profile), whose flags are seen.
 SYS_CLONE3_X86_64 = 435
-# Every new-namespace flag of clone (CLONE_NEWTIME, NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET).
-CLONE_NAMESPACE_FLAGS = 0x00000080 | 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
 
 
 def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -275,6 +273,11 @@ CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWTIME = 0x00000080
+# Every new-namespace flag of clone: the seccomp filter refuses a clone with any of them.
+CLONE_NAMESPACE_FLAGS = (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
+                         | CLONE_NEWCGROUP | CLONE_NEWTIME)
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 
 

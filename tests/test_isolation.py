@@ -105,7 +105,7 @@ def test_seccomp_refuses_new_namespaces_through_clone_and_clone3_but_keeps_fork_
         SIGCHLD = 17
         flags = {"user": isolation.CLONE_NEWUSER, "pid": isolation.CLONE_NEWPID, "net": isolation.CLONE_NEWNET,
                  "mount": isolation.CLONE_NEWNS, "uts": isolation.CLONE_NEWUTS, "ipc": isolation.CLONE_NEWIPC,
-                 "cgroup": 0x02000000, "time": 0x80}
+                 "cgroup": isolation.CLONE_NEWCGROUP, "time": isolation.CLONE_NEWTIME}
         for name, flag in flags.items():
             pid = raw.syscall(56, flag | SIGCHLD, 0, 0, 0, 0)
             if pid == 0:
