@@ -80,9 +80,11 @@ class Attack:
 PRELUDE_TEMPLATE = '''\
 import ctypes, errno, json, os, socket, struct, sys, time
 _libc = ctypes.CDLL(None, use_errno=True)
-# fork() through a PyDLL keeps the GIL held: through CDLL another thread of the kernel could take it
-# during the call, and the child, where that thread does not exist, would wait for it for good.
-_fork = ctypes.PyDLL(None, use_errno=True).fork
+# libc calls that make a process keep the GIL held (a PyDLL): through CDLL another thread of the
+# kernel could take it during the call, and the child, where that thread does not exist, would wait
+# for it for good.
+_libc_holding_the_gil = ctypes.PyDLL(None, use_errno=True)
+_fork = _libc_holding_the_gil.fork
 _report = []
 
 
@@ -722,7 +724,6 @@ def namespaces(t: Targets) -> dict[str, str]:
     calls (a red-team run got user, PID and network namespaces through clone3 and clone)."""
     del t
     return {"initialize_solution": cell('''
-_raw = ctypes.PyDLL(None, use_errno=True)  # the GIL stays held: a raw clone's child runs Python
 _FLAGS = {"user": 0x10000000, "pid": 0x20000000, "net": 0x40000000, "mount": 0x00020000, "uts": 0x04000000,
           "ipc": 0x08000000, "cgroup": 0x02000000, "time": 0x80, "user+pid+net": 0x70000000}
 
@@ -737,12 +738,12 @@ def _child_of(pid, how):
 
 
 def _clone(flag):
-    return _child_of(_raw.syscall(56, flag | 17, 0, 0, 0, 0), "clone")
+    return _child_of(_libc_holding_the_gil.syscall(56, flag | 17, 0, 0, 0, 0), "clone")
 
 
 def _clone3(flag):
     args = ctypes.create_string_buffer(struct.pack("=8Q", flag, 0, 0, 0, 17, 0, 0, 0), 64)
-    return _child_of(_raw.syscall(435, args, 64), "clone3")
+    return _child_of(_libc_holding_the_gil.syscall(435, args, 64), "clone3")
 
 
 def _unshare(flag):
