@@ -185,7 +185,7 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     recorder = gradebook.Recorder(db_path)  # imports nbgrader in a process of its own, while this one plans and grades
     jobs, results, lab_ids = plan(submissions_dir, roster)
     # imports matplotlib for the class report, also in the background; forked after plan, it has the labs read
-    painter = report.painter()
+    painter = report.Painter()
     course = course or CourseGuard(course_files(lab_ids))
     notes = {path: note for path, _, note in jobs}
     recorder.prepare(lab_ids)  # the gradebook is created there while the first notebooks grade

@@ -193,11 +193,6 @@ class Painter:
             self.background.close()
 
 
-def painter() -> Painter:
-    """A :class:`Painter`: matplotlib is imported in the background from now on."""
-    return Painter()
-
-
 def _warm_up() -> None:
     """Draw and encode a small figure once, as the report will: the fonts, the text layout and the PNG
     writer are loaded while the notebooks grade, not after the last one."""

@@ -41,7 +41,7 @@ def test_class_report_drawn_in_the_background_is_the_same(tmp_path):
     (tmp_path / "here").mkdir()
     (tmp_path / "there").mkdir()
     report.class_report(results, tmp_path / "here")
-    report.class_report(results, tmp_path / "there", report.painter())
+    report.class_report(results, tmp_path / "there", report.Painter())
     for name in ("class_report.md", "scores.png"):
         assert (tmp_path / "there" / name).stat().st_size > 0
     assert (tmp_path / "there" / "class_report.md").read_text() == (tmp_path / "here" / "class_report.md").read_text()
@@ -64,7 +64,7 @@ def test_a_report_started_early_has_every_row(tmp_path):
     both = first + [graded_result("toy_bpe", "bob", [0, 0, 0, 0, 0], "b.ipynb")]
     for name, started, asked in [("same", both, both), ("more", first, both)]:
         (tmp_path / name).mkdir()
-        painter = report.painter()
+        painter = report.Painter()
         painter.start(started, tmp_path / name)
         assert report.class_report(asked, tmp_path / name, painter) == tmp_path / name / "class_report.md"
         assert "2 files, 2 graded." in (tmp_path / name / "class_report.md").read_text()
