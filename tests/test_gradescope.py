@@ -95,14 +95,27 @@ def run_autograder(root: Path, venv: Path = Path(sys.prefix), **extra_env: str) 
     return subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
-def grade_in_gradescope(zip_path: Path, root: Path, files: dict[str, bytes]) -> tuple[dict, subprocess.CompletedProcess]:
+def hand_in(zip_path: Path, root: Path, files: dict[str, bytes]) -> Path:
+    """A Gradescope root with the zip unpacked and the student's files in submission/."""
     unpack(zip_path, root)
     for name, content in files.items():
         (root / "submission" / name).parent.mkdir(parents=True, exist_ok=True)
         (root / "submission" / name).write_bytes(content)
+    return root
+
+
+def graded(root: Path) -> tuple[dict, subprocess.CompletedProcess]:
     run = run_autograder(root)
     assert run.returncode == 0, run.stdout + run.stderr
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8")), run
+
+
+def grade_two_at_a_time(roots: dict[str, Path]) -> dict[str, tuple[dict, subprocess.CompletedProcess]]:
+    """Each prepared root graded, two at a time. The roots are all written before any run starts:
+    a thread copying run_autograder while another thread forks gives the child the file open for
+    writing, and exec of that file then fails with ETXTBSY ("Text file busy")."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(roots, pool.map(graded, roots.values())))
 
 
 def leak_submission(case_id: str) -> bytes:
@@ -122,13 +135,9 @@ def gradescope_results(zips, submissions, tmp_path_factory) -> dict[str, tuple[d
     """Every submission graded alone in its own Gradescope root, two at a time."""
     base = tmp_path_factory.mktemp("gradescope-roots")
 
-    def grade(item):
-        case_id, (lab_id, content) = item
-        name = f"{IN_A_FOLDER.get(case_id, '')}{case_id}.ipynb"
-        return case_id, grade_in_gradescope(zips[lab_id], base / case_id, {name: content})
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(grade, submissions.items()))
+    roots = {case_id: hand_in(zips[lab_id], base / case_id, {f"{IN_A_FOLDER.get(case_id, '')}{case_id}.ipynb": content})
+             for case_id, (lab_id, content) in submissions.items()}
+    return grade_two_at_a_time(roots)
 
 
 @pytest.fixture(scope="module")
@@ -262,13 +271,10 @@ def test_malformed_submissions_get_score_zero_and_a_reason(zips, tmp_path):
         "another lab": ({"gpt2.ipynb": (SUBMISSIONS / "gpt2-correct.ipynb").read_bytes()}, "this notebook is not one of the labs (toy_bpe)"),
     }
 
-    def grade(item):
-        name, (files, reason) = item
-        return name, reason, grade_in_gradescope(zips["toy_bpe"], tmp_path / name.replace(" ", "-"), files)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = list(pool.map(grade, cases.items()))
-    for name, reason, (results, run) in outcomes:
+    roots = {name: hand_in(zips["toy_bpe"], tmp_path / name.replace(" ", "-"), files) for name, (files, _) in cases.items()}
+    outcomes = grade_two_at_a_time(roots)
+    for name, (results, run) in outcomes.items():
+        reason = cases[name][1]
         jsonschema.validate(results, RESULTS_SCHEMA)
         assert results["score"] == 0, name
         assert [test["score"] for test in results["tests"]] == [0] * len(get_lab("toy_bpe").parts), name
