@@ -329,6 +329,7 @@ class StudentRaised(Exception):
 
 OWN_EXCEPTION = "an exception of a class of its own"  # how a hidden test's feedback names such a class
 TIME_USED_UP = "could not run: the notebook's time limit was used up"
+KERNEL_START_SECONDS = 60  # the longest wait for a kernel's first answer, time left permitting
 
 
 @dataclass
@@ -469,8 +470,12 @@ class KernelSession:
         self.kc.context.setsockopt(zmq.MAXMSGSIZE, self.limits.reply_bytes)  # see Limits.reply_bytes
         self.kc.start_channels()
         try:
-            self.kc.wait_for_ready(timeout=60)
-        except RuntimeError as error:  # the kernel died while starting: say why, from its log
+            # The notebook's time limit caps the wait too: a restart begun just before the limit
+            # does not hold the grader for a minute past it on a busy machine.
+            self.kc.wait_for_ready(timeout=min(KERNEL_START_SECONDS, max(1.0, self.seconds_left)))
+        except RuntimeError as error:  # the kernel died while starting, or did not answer in time
+            if self.seconds_left <= 0:
+                raise CallTimeout(TIME_USED_UP) from None
             log_text = log_path.read_text(errors="replace")[-400:]
             raise KernelDied(f"the kernel did not start: {error}; {log_text.strip()}") from None
         self._install_codec()
