@@ -134,7 +134,7 @@ def test_intake_lets_running_out_of_memory_through(tmp_path, monkeypatch):
 
 
 def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
-    with KernelSession(tmp_path / "work", Limits(cell_seconds=2, call_seconds=1, memory_bytes=2 * 1024**3)) as session:
+    with KernelSession(tmp_path / "work", Limits(cell_seconds=2, call_seconds=2, memory_bytes=2 * 1024**3)) as session:
         assert session.run_cell("def f(x):\n    return [x, (x, 'a')]\ndef spin():\n    while True: pass").status == "ok"
         assert session.call("f", 3) == [3, (3, "a")]
         with pytest.raises(CallTimeout):
@@ -181,12 +181,12 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
     from autograder.check import StudentFunction
     from bpe_labs.hidden import call_each
 
-    with KernelSession(tmp_path / "work", Limits(call_seconds=1, interrupt_grace_seconds=2)) as session:
+    with KernelSession(tmp_path / "work", Limits(call_seconds=2, interrupt_grace_seconds=2)) as session:
         session.run_cell("import time\ndef slow(n):\n    time.sleep(0.3)\n    return n\n"
                          "def stuck(n):\n    while n == 2:\n        pass\n    return n\n"
                          "def fails(n):\n    if n == 2:\n        raise KeyError(n)\n    return n")
         slow = StudentFunction(session, "slow", deadline=float("inf"))
-        assert list(call_each(slow, [(n,) for n in range(8)])) == list(range(8))  # 2.4 s in all, 0.3 s each
+        assert list(call_each(slow, [(n,) for n in range(8)])) == list(range(8))  # 2.4 s in all (> 2), 0.3 s each
         seen = []
         with pytest.raises(CallTimeout):
             for n, got in zip(range(5), call_each(StudentFunction(session, "stuck", deadline=float("inf")), [(n,) for n in range(5)])):
@@ -200,18 +200,51 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
         assert session.call("slow", 5) == 5, "the kernel answers after a call was cut off"
 
 
-def test_a_kernel_started_when_the_notebooks_time_is_up_is_shut_down(tmp_path):
+def test_a_kernel_started_when_the_notebooks_time_is_up_is_shut_down(tmp_path, monkeypatch):
     """The kernel starts, then the first request finds no time left: the session raises and the
     kernel it started does not outlive it (a worker would otherwise keep one per such notebook).
     With no time left at all, no kernel is started."""
     session = KernelSession(tmp_path / "work", Limits(notebook_seconds=30))
-    session._started_at = time.monotonic() - 30 + 0.05  # less than a kernel takes to start
+    install_codec = KernelSession._install_codec
+
+    def time_runs_out_once_the_kernel_answers(self):
+        self._started_at = time.monotonic() - 31
+        install_codec(self)
+
+    monkeypatch.setattr(KernelSession, "_install_codec", time_runs_out_once_the_kernel_answers)
     with pytest.raises(CallTimeout):
         session.__enter__()
     assert session.km.has_kernel is False or not session.km.is_alive()
     assert not session._private.exists()
+    monkeypatch.undo()
     late = KernelSession(tmp_path / "late", Limits(notebook_seconds=30))
     late._started_at = time.monotonic() - 31
     with pytest.raises(CallTimeout):
         late.__enter__()
     assert not hasattr(late, "km") and not (tmp_path / "late").exists()
+
+
+def test_waiting_for_a_kernel_to_answer_stops_at_the_notebooks_time(tmp_path, monkeypatch):
+    """A kernel that never answers is waited for only while the notebook has time left, not a
+    minute past it; the session says the time was used up and the kernel is shut down."""
+    from autograder import kernel
+
+    session = KernelSession(tmp_path / "work", Limits(notebook_seconds=4))
+    client = kernel.KernelManager.client
+
+    def connect_to_sockets_nobody_listens_on(km, *args, **kwargs):
+        # The kernel starts for real; the grader's client knocks where it never answers, as a
+        # kernel frozen by a badly overloaded machine would leave it.
+        real_ip, km.ip = km.ip, km.ip + "-nobody"
+        try:
+            return client(km, *args, **kwargs)
+        finally:
+            km.ip = real_ip
+
+    monkeypatch.setattr(kernel.KernelManager, "client", connect_to_sockets_nobody_listens_on)
+    started = time.monotonic()
+    with pytest.raises(CallTimeout, match="time limit was used up"):
+        session.__enter__()
+    assert time.monotonic() - started < 4 + 20, "the grader waited past the notebook's time"
+    assert session.km.has_kernel is False or not session.km.is_alive()
+    assert not session._private.exists()
