@@ -293,27 +293,32 @@ def check() -> int:
 
 # -- command line -------------------------------------------------------------------------------
 
-def add_build_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``python -m autograder gradescope``."""
+def add_build_arguments(parser: argparse.ArgumentParser, lab_type=str) -> None:
+    """Arguments of ``python -m autograder gradescope`` (``lab_type`` checks the lab's id: cli.lab_choice)."""
     from autograder.kernel import Limits
 
     defaults = Limits()
-    parser.add_argument("lab", help="the lab to grade (its id)")
-    parser.add_argument("--out", default="autograder.zip", help="where to write the zip (default ./autograder.zip)")
     course = current()
+    parser.description = "Build Gradescope's autograder zip for one lab: upload it to a Programming Assignment."
+    parser.add_argument("lab", type=lab_type, metavar="LAB", help=f"the lab to grade: one of {', '.join(course.lab_ids())}")
+    parser.add_argument("--out", default="autograder.zip", help="where to write the zip (default ./%(default)s)")
     parser.add_argument("--data-dir", default=os.environ.get(course.data_variable),
                         help=f"corpora the notebooks load, shipped in the zip (default: ${course.data_variable}, "
                              f"else {course.default_data})")
     parser.add_argument("--visibility", choices=VISIBILITIES, default="visible",
-                        help="when students see the results (Gradescope's test visibility; default visible)")
-    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds, help="seconds one cell may run")
+                        help="when students see the results (Gradescope's test visibility; default %(default)s)")
+    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds,
+                        help="seconds one cell may run (default %(default)s)")
     parser.add_argument("--call-timeout", type=float, default=defaults.call_seconds,
-                        help="seconds one call of a student function may run")
-    parser.add_argument("--part-timeout", type=float, default=60.0, help="seconds the hidden tests of one part may run")
+                        help="seconds one call of a student function may run (default %(default)s)")
+    parser.add_argument("--part-timeout", type=float, default=60.0,
+                        help="seconds the hidden tests of one part may run (default %(default)s)")
     parser.add_argument("--notebook-timeout", type=float, default=defaults.notebook_seconds,
-                        help="seconds all cells of a notebook may run (keep it below Gradescope's own timeout)")
+                        help="seconds all cells of a notebook may run (default %(default)s; keep it below "
+                             "Gradescope's own timeout)")
     parser.add_argument("--memory-mb", type=float, default=defaults.memory_bytes / 1024**2,
-                        help="memory cap of the student's kernel in MiB (keep it below the container's memory)")
+                        help="memory cap of the student's kernel in MiB (default %(default)s; keep it below the "
+                             "container's memory)")
     parser.set_defaults(run=build_command)
 
 

@@ -23,8 +23,10 @@ EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, TOO_LARGE = (
 DUPLICATE = "duplicate"  # a later file of the same student and lab was graded instead
 NOT_ON_ROSTER = "not_on_roster"
 NO_NOTEBOOK = "no_notebook"  # Gradescope: the submission holds no notebook, or more than one
+NOT_A_REGULAR_FILE = "not_a_regular_file"  # a symbolic or hard link, a FIFO, a device: never opened
+MISSING = "missing"  # a roster student with no file for a lab the batch grades
 STATUSES = frozenset({GRADED, GRADER_ERROR, WORKER_LOST, EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB,
-                      TOO_LARGE, DUPLICATE, NOT_ON_ROSTER, NO_NOTEBOOK})
+                      TOO_LARGE, DUPLICATE, NOT_ON_ROSTER, NO_NOTEBOOK, NOT_A_REGULAR_FILE, MISSING})
 
 
 class MalformedResult(ValueError):
