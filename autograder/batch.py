@@ -272,9 +272,9 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
         runner = _run_local(pending, settings, workers)
     bar = tqdm(total=len(pending), desc="grading", unit="nb", disable=not progress, file=sys.stderr)
     if note:
-        bar.write(terminal(note))
+        bar.write(terminal(note), file=sys.stderr)
     if len(pending) < len(jobs):
-        bar.write(terminal(f"resuming: {len(jobs) - len(pending)} results already in {out_dir / 'results'}"))
+        bar.write(terminal(f"resuming: {len(jobs) - len(pending)} results already in {out_dir / 'results'}"), file=sys.stderr)
     if len(results) == expected:
         painter.start(rows(), out_dir)
     try:
@@ -312,7 +312,7 @@ def _keep(result: GradeResult, path: Path, key: bytes, bar) -> None:
         _write_atomically(path, json.dumps(signed(result, key), indent=1))
     except OSError as error:
         bar.write(terminal(f"the result of {result.file} could not be kept in {path.parent} ({error.strerror}): "
-                           "a rerun grades it again"))
+                           "a rerun grades it again"), file=sys.stderr)
 
 
 def write_reports(results: list[GradeResult], out_dir: Path, painter=None) -> None:
