@@ -22,7 +22,6 @@ import pytest
 
 from autograder import gradebook, report
 from autograder.batch import grade_folder
-from autograder.cli import build_parser
 from autograder.course import current
 from autograder.labs import get_lab
 from autograder.result import GradeResult, PartScore
@@ -176,7 +175,7 @@ def test_grades_csv_and_the_class_report_describe_everything_the_gradebook_holds
     (week2 / "cat_toy_bpe.ipynb").write_bytes(UNTOUCHED.read_bytes())
     grade_folder(week1, out, workers=2, progress=False)
     rows = grade_folder(week2, out, workers=1, progress=False)
-    assert rows.this_batch == 1 and rows.earlier == 2
+    assert getattr(rows, "this_batch", None) == 1 and getattr(rows, "earlier", None) == 2
     expected = {("ann", "toy_bpe"), ("bob", "toy_bpe"), ("cat", "toy_bpe")}
     assert graded_pairs(out) == expected == set(gradebook.total_scores(out / "gradebook.db"))
     assert {row["student_id"]: float(row["score"]) for row in rows_of(out)} == {"ann": 11.0, "bob": 0.0, "cat": 0.0}
@@ -246,6 +245,8 @@ def options(parser) -> dict:
 
 def test_every_option_of_every_command_has_its_help():
     """Was: several --out options without help, gradescope --help listing neither the labs nor the defaults."""
+    from autograder.cli import build_parser  # new: the parser alone, without running a command
+
     parser = build_parser(current(), "bpe-labs")
     undocumented = [f"{name} {action.dest}" for name, actions in options(parser).items() for action in actions
                     if not action.help and action.dest != "help"]
