@@ -36,7 +36,7 @@ from autograder.resume import load_key, signed, trusted
 from autograder.workers import WorkerPool
 
 __all__ = ["grade_folder", "plan", "write_reports", "CourseChanged", "InsecureScheduler", "Interrupted", "NothingToGrade",
-           "OutNotAFolder"]
+           "OutNotAFolder", "SchedulerUnreachable"]
 
 
 class OutNotAFolder(ValueError):
@@ -176,10 +176,19 @@ def dask_security(address: str, tls_ca: str | None = None, tls_cert: str | None 
     return security
 
 
+class SchedulerUnreachable(RuntimeError):
+    """The Dask scheduler named by ``--scheduler`` could not be reached."""
+
+
 def _run_dask(jobs, settings: Settings, scheduler: str, security=None):
     from distributed import Client, as_completed as dask_completed
 
-    with Client(scheduler, security=security) as client:
+    try:
+        client = Client(scheduler, security=security)
+    except OSError as error:
+        raise SchedulerUnreachable(f"the Dask scheduler at {scheduler} could not be reached ({error}): start it, or "
+                                   "check --scheduler and the TLS options; results recorded so far are kept") from None
+    with client:
         futures = {client.submit(grade_file, path, student, settings, pure=False, retries=1): (path, student)
                    for path, student in jobs}
         for future in dask_completed(futures):
@@ -238,6 +247,7 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
         recorder.close()
         raise
     out_dir.mkdir(parents=True, exist_ok=True)  # only now: a wrong folder leaves OUT as it was
+    db_path.parent.mkdir(parents=True, exist_ok=True)
     stored = stored_results(out_dir / "results", key)
     this_batch_files = {result_path(out_dir, Path(row.file), submissions_dir).name for row in planned}
     this_batch_files |= {result_path(out_dir, path, submissions_dir).name for path, _, _ in jobs}

@@ -36,7 +36,7 @@ def _limits(args):
 
 def _grade(args) -> int:
     from autograder.batch import (CourseChanged, InsecureScheduler, Interrupted, NothingToGrade, OutNotAFolder,
-                                  dask_security, grade_folder)
+                                  SchedulerUnreachable, dask_security, grade_folder)
     from autograder.grade import Settings
     from autograder.identity import read_roster
     from autograder.report import grades_text, plural
@@ -65,7 +65,7 @@ def _grade(args) -> int:
         rows = grade_folder(Path(args.submissions), out, settings, workers=args.workers,
                             scheduler=args.scheduler, db_path=args.db, progress=not args.quiet,
                             roster=roster, security=security)
-    except (NothingToGrade, OutNotAFolder, CourseChanged, InsecureScheduler) as error:
+    except (NothingToGrade, OutNotAFolder, CourseChanged, InsecureScheduler, SchedulerUnreachable) as error:
         raise UsageError(str(error)) from None
     except Interrupted as error:
         return fail(str(error), INTERRUPTED)
@@ -222,6 +222,9 @@ def main(argv: list[str] | None = None, course: Course | str | None = None, prog
         return args.run(args)
     except UsageError as error:
         return fail(str(error))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
+        # a path given on the command line that is not there, or not of the right kind
+        return fail(f"{error}: check the paths given to the command (and that they may be read or written)")
     except KeyboardInterrupt:
         return fail("interrupted: run the same command again to go on", INTERRUPTED)
 
