@@ -5,10 +5,11 @@ week 4, a late file on its own later. Its gradebook keeps every graded submissio
 and the class report do too. After a batch they hold:
 
 * every row of this batch (one per entry of its folder);
-* every earlier result stored in ``OUT/results/`` (signed by this grader: resume.py) whose file is not
-  in this batch, unless this batch graded the same student's same lab again (then the gradebook holds
-  the new score, and so does the table): a file removed from the folder keeps its row and its score,
-  as it keeps them in the gradebook;
+* every earlier graded result stored in ``OUT/results/`` (signed by this grader: resume.py) whose file
+  is not in this batch, unless this batch graded the same student's same lab again (then the gradebook
+  holds the new score, and so does the table): a file removed from the folder keeps its row and its
+  score, as it keeps them in the gradebook. An earlier file that was not graded is not in the gradebook,
+  and its row goes when the file is no longer in the folder;
 * with a roster, a ``missing`` row for every roster student who has no row for a lab this batch grades.
 
 To start afresh (a new term, or to take a grade out), grade into a new ``--out`` folder.
@@ -47,10 +48,10 @@ def stored_results(results_dir: Path, key: bytes) -> dict[str, GradeResult]:
 
 
 def earlier_rows(stored: dict[str, GradeResult], this_batch_files: set[str], regraded: set[tuple[str, str]]) -> list[GradeResult]:
-    """The stored results of earlier batches still in the gradebook: their file (result file name) is
-    not in this batch, and this batch did not grade their student's lab again."""
-    return [result for name, result in stored.items()
-            if name not in this_batch_files and (result.student_id, result.lab) not in regraded]
+    """The graded results of earlier batches, which the gradebook still holds: their file (result file
+    name) is not in this batch, and this batch did not grade their student's lab again."""
+    return [result for name, result in stored.items() if result.status == GRADED
+            and name not in this_batch_files and (result.student_id, result.lab) not in regraded]
 
 
 def missing_rows(roster: Roster | None, lab_ids: list[str], rows: list[GradeResult], folder: Path) -> list[GradeResult]:

@@ -172,6 +172,7 @@ def test_grades_csv_and_the_class_report_describe_everything_the_gradebook_holds
     week2.mkdir()
     (week1 / "ann_toy_bpe.ipynb").write_bytes(CORRECT.read_bytes())
     (week1 / "bob_toy_bpe.ipynb").write_bytes(UNTOUCHED.read_bytes())
+    (week1 / "dan_toy_bpe.ipynb").write_bytes(b"{")  # not graded: never in the gradebook
     (week2 / "cat_toy_bpe.ipynb").write_bytes(UNTOUCHED.read_bytes())
     grade_folder(week1, out, workers=2, progress=False)
     rows = grade_folder(week2, out, workers=1, progress=False)
@@ -183,8 +184,10 @@ def test_grades_csv_and_the_class_report_describe_everything_the_gradebook_holds
     assert "earlier batches" in (out / "class_report.md").read_text(encoding="utf-8")
 
     (week1 / "bob_toy_bpe.ipynb").unlink()  # removed, and week 1 graded again
+    (week1 / "dan_toy_bpe.ipynb").unlink()
     grade_folder(week1, out, workers=1, progress=False)
     assert graded_pairs(out) == expected == set(gradebook.total_scores(out / "gradebook.db"))
+    assert "dan" not in {row["student_id"] for row in rows_of(out)}  # its row went with the file
 
 
 # -- 9. the command line ---------------------------------------------------------------------------------
