@@ -43,7 +43,7 @@ TARGET_RATIO = 3.0
 
 sys.path.insert(0, str(REPO))
 from bpe_labs.examples import load_cases, make_submission  # noqa: E402
-from fair import ratio, why_not_comparable  # noqa: E402  (beside this script)
+from benchmarks.fair import ratio, why_not_comparable  # noqa: E402
 from autograder.labs import all_labs, get_lab  # noqa: E402
 
 

@@ -23,9 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from fair import why_not_comparable  # beside this script
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from benchmarks.fair import why_not_comparable  # noqa: E402
 EXAMPLES = REPO / "examples" / "submissions"
 CORRECT = {"toy_bpe": "toy-correct", "africa_galore": "africa-correct", "ny_constitution": "ny-correct",
            "gpt2_bpe": "gpt2-correct", "corpus_prep": "prep-correct", "fast_bpe": "fast-correct"}

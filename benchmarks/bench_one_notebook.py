@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 EXAMPLES = REPO / "examples" / "submissions"
 
 from autograder.resume import unsigned  # noqa: E402
-from fair import ratio, why_not_comparable  # noqa: E402  (beside this script)
+from benchmarks.fair import ratio, why_not_comparable  # noqa: E402
 LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast"]  # examples/submissions/<name>-correct.ipynb
 
 

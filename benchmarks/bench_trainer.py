@@ -47,7 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bpe_labs.reference import fast_trainer, simple_trainer  # noqa: E402
-from fair import ratio  # noqa: E402  (beside this script)
+from benchmarks.fair import ratio  # noqa: E402
 from bpe_labs.reference.pretokenize import count_words, count_words_parallel  # noqa: E402
 from benchmarks.docstring_corpus import docstring_text  # noqa: E402
 
