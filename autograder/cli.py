@@ -138,6 +138,9 @@ def main(argv: list[str] | None = None, course: Course | str | None = None, prog
 
     add_build_arguments(commands.add_parser("gradescope", help="build Gradescope's autograder zip for one lab "
                                                                "(docs/GRADESCOPE.md)"))
+    from autograder.service.cli import add_commands as add_service_commands
+
+    add_service_commands(commands, course)  # serve, tokens, accounts (docs/SERVICE.md)
     if course.add_commands:
         course.add_commands(commands)
 
