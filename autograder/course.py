@@ -40,6 +40,11 @@ class Course:
     prepare_source: Callable[[str], str] | None = None
     # Adds the course's own subcommands to the command line (argparse sub-parsers).
     add_commands: Callable | None = None
+    # The grading service (autograder/service): the environment variable naming its URL when the notebooks
+    # are built (their Submit cell posts there; unset: the cell says how to hand in), and the one a student's
+    # kernel may hold their token in.
+    server_variable: str | None = None
+    token_variable: str | None = None
 
     def trusted_folders(self) -> list[Path]:
         """Folders of the trusted packages (where a new module would be imported from by a hidden test)."""
