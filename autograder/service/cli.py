@@ -150,7 +150,7 @@ def _tokens(args) -> int:
                 print(f"{name}: {tokens.revoke(session, name)} token(s) revoked")
             reissue = set(students) if args.reissue_all else set(args.reissue or [])
             for student_id in sorted(students):
-                if student_id in reissue or tokens.active_token(session, student_id) is None:
+                if student_id in reissue or not tokens.ever_issued(session, student_id):  # a revoked one stays revoked
                     written.append((student_id, tokens.issue(session, student_id)))
             if written and out is None:
                 raise Stop("--out FILE is needed: new tokens are written there (only once)")
@@ -161,7 +161,7 @@ def _tokens(args) -> int:
                     writer = csv.writer(handle)
                     writer.writerow(["student_id", "token"])
                     writer.writerows(written)
-        kept = len(students) - len(written)
+        kept = len([s for s in students if s not in dict(written) and s not in (args.revoke or [])])
         print(f"{len(written)} new token(s)" + (f" in {out} (owner-only): send each student their own" if out else "")
               + (f"; {kept} student(s) keep the token they have (--reissue ID or --reissue-all to replace)" if kept else ""))
     finally:

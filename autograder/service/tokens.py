@@ -84,6 +84,10 @@ def active_token(session, student_id: str) -> Token | None:
     return session.scalars(select(Token).where(Token.student_id == student_id, Token.revoked_at.is_(None))).first()
 
 
+def ever_issued(session, student_id: str) -> bool:
+    return session.scalars(select(Token.id).where(Token.student_id == student_id)).first() is not None
+
+
 def revoke(session, student_id: str) -> int:
     """Revoke every token of the student; returns how many were active."""
     return session.execute(update(Token).where(Token.student_id == student_id, Token.revoked_at.is_(None))
