@@ -20,7 +20,7 @@ import pytest
 from bpe_labs import ROOT
 
 EXAMPLES = ROOT / "examples" / "submissions"
-STUDENTS = ["s001", "s002", "s003", "s004", "s005", "s006", "s007", "s008", "s009", "s010"]
+STUDENTS = [f"s{number:03d}" for number in range(1, 13)]
 XSS_NAME = '<img src=x onerror="document.title=\'pwned\'">Eve'
 INSTRUCTOR_PASSWORD = "correct horse battery staple"
 TA_PASSWORD = "teaching assistant 1"
