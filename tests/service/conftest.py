@@ -17,6 +17,8 @@ import httpx
 import psutil
 import pytest
 
+from autograder.service.database import Database
+from autograder.service.tokens import set_account
 from bpe_labs import ROOT
 
 EXAMPLES = ROOT / "examples" / "submissions"
@@ -109,9 +111,13 @@ def make_service(folder: Path, *extra: str, students: list[str] = STUDENTS) -> S
     made = command("tokens", "--roster", str(roster), "--db", str(db), "--out", str(folder / "tokens.csv"))
     assert made.returncode == 0, made.stderr
     tokens = {row["student_id"]: row["token"] for row in csv.DictReader(open(folder / "tokens.csv", encoding="utf-8"))}
-    for name, role, password in (("prof", "instructor", INSTRUCTOR_PASSWORD), ("ta", "ta", TA_PASSWORD)):
-        made = command("accounts", "add", name, "--role", role, "--db", str(db), "--password-stdin", stdin=password + "\n")
-        assert made.returncode == 0, made.stderr
+    made = command("accounts", "add", "prof", "--role", "instructor", "--db", str(db), "--password-stdin",
+                   stdin=INSTRUCTOR_PASSWORD + "\n")
+    assert made.returncode == 0, made.stderr
+    database = Database(str(db))  # the TA's account as the command makes it, without another command's start-up
+    with database.writing() as session:
+        set_account(session, "ta", "ta", TA_PASSWORD)
+    database.close()
     port = free_port()
     server = Server(f"http://127.0.0.1:{port}", db, folder / "server.log", folder, tokens)
     server.args = ["--db", str(db), "--roster", str(roster), "--port", str(port), *extra]

@@ -20,19 +20,13 @@ from bpe_labs.examples import load_cases, make_submission
 from conftest import rows
 
 
-def built_notebook(monkeypatch, tmp_path, server: str, lab_id: str = "toy_bpe") -> nbformat.NotebookNode:
-    """The student notebook as the build makes it for a course whose service is ``server``, with
-    every answer filled in as the lab's ``-correct`` example has it."""
-    from autograder.release import release_notebook
-
+def built_notebook(monkeypatch, server: str, lab_id: str = "toy_bpe") -> nbformat.NotebookNode:
+    """The student notebook of a course whose service is ``server``, every answer filled in as the
+    lab's ``-correct`` example has it: the build's own step (``with_submit_cells``, which the release
+    runs) puts the service's URL in."""
     monkeypatch.setenv(current().server_variable, server)
-    nb = release_notebook(get_lab(lab_id), tmp_path / "gradebook.db")
     case = next(case for case in load_cases() if case["lab"] == lab_id and case["id"].endswith("-correct"))
-    answers = {cell.get("id"): cell.source for cell in make_submission(case).cells}
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("solution"):
-            cell.source = answers[cell.get("id")]
-    return nb
+    return with_submit_cells(make_submission(case), lab_id, current())
 
 
 class Kernel:
@@ -71,7 +65,7 @@ class Kernel:
 
 
 def test_the_submit_cell_in_a_real_kernel_sends_the_saved_notebook_and_prints_the_result(service, tmp_path, monkeypatch):
-    nb = built_notebook(monkeypatch, tmp_path, service.url)
+    nb = built_notebook(monkeypatch, service.url)
     path = tmp_path / "work" / "toy_bpe.ipynb"
     path.parent.mkdir()
     kernel = Kernel(path.parent, path, service.tokens["s011"])
@@ -104,7 +98,7 @@ def test_the_submit_cell_in_a_real_kernel_sends_the_saved_notebook_and_prints_th
 def test_in_colab_the_cell_sends_the_notebook_from_the_page(service, tmp_path, monkeypatch):
     """Colab cannot run here: a stand-in for ``google.colab._message`` answers ``get_ipynb`` as Colab's
     page does (sources as lists of lines), so that the Colab branch of the helper runs for real."""
-    nb = built_notebook(monkeypatch, tmp_path, service.url, "ny_constitution")
+    nb = built_notebook(monkeypatch, service.url, "ny_constitution")
     page = json.loads(nbformat.writes(nb))
     assert all(isinstance(cell["source"], list) for cell in page["cells"] if cell["source"])  # as Colab's page sends it
     (tmp_path / "page.json").write_text(json.dumps({"ipynb": page}), encoding="utf-8")
