@@ -141,7 +141,13 @@ class DaskRunner:
             return []
         if wake is not None and wait([wake], timeout=0):
             _drain(wake)
-        done, _ = dask_wait(list(self.futures), timeout=timeout, return_when="FIRST_COMPLETED") if timeout else ([], [])
+        try:
+            dask_wait(list(self.futures), timeout=timeout, return_when="FIRST_COMPLETED")
+        except TimeoutError:  # none finished in time (asyncio's TimeoutError is the built-in one since 3.11)
+            pass
+        except Exception as error:
+            if "Timeout" not in type(error).__name__:
+                raise
         events = []
         for future in [future for future in self.futures if future.done()]:
             job = self.futures.pop(future)
