@@ -242,8 +242,9 @@ def add_commands(commands, course) -> None:
     serve.add_argument("--https-key", type=Path, help="... and its private key")
     serve.add_argument("--forwarded-allow-ips", default="127.0.0.1",
                        help="reverse proxies whose X-Forwarded-Proto/For headers are trusted (default 127.0.0.1)")
-    serve.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                       help="local grading processes (default: one per core)")
+    serve.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
+                       help="local grading processes (default: twice the cores, as grade: about a quarter of grading "
+                            "is waiting on kernels)")
     serve.add_argument("--scheduler", help="grade on a Dask cluster instead: the scheduler's address (tls://host:8786)")
     serve.add_argument("--tls-ca-file", help="Dask: the CA certificate of the scheduler and workers")
     serve.add_argument("--tls-cert", help="Dask: this client's certificate")

@@ -128,7 +128,8 @@ def describe(session, row: Submission, feedback: bool = True) -> dict:
             "feedback_html": None, "error": row.error,
             "position": queue.position(session, row), "file_name": row.file_name, "late": row.late,
             "submitted_at": row.created_at.isoformat() + "Z",
-            "graded_at": row.finished_at.isoformat() + "Z" if row.finished_at and row.status not in PENDING else None}
+            "graded_at": row.finished_at.isoformat() + "Z" if row.finished_at and row.status not in PENDING else None,
+            "grading_seconds": row.seconds if row.status not in PENDING else None}
     if result is not None:
         data["feedback"] = [{"part": part_id, "score": part.score, "max_score": part.max_score, "message": part.message,
                              "visible_check": part.visible_check} for part_id, part in result.parts.items()]
