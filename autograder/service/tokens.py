@@ -8,7 +8,7 @@ kept as its scrypt hash (standard library: ``hashlib.scrypt``).
 
     >>> token = new_token()
     >>> len(token), token.count(".")
-    (44, 1)
+    (41, 1)
     >>> stored = hash_password("correct horse")
     >>> check_password("correct horse", stored), check_password("wrong", stored)
     (True, False)
