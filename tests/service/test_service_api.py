@@ -10,6 +10,7 @@ import sys
 import time
 
 import nbformat
+import pytest
 
 from conftest import EXAMPLES, command, rows, upload, wait_result
 
@@ -220,3 +221,41 @@ def test_plain_http_on_an_address_other_than_loopback_is_refused(tmp_path):
     assert refused.stderr.startswith("error: refusing to serve plain HTTP on 0.0.0.0") and "Traceback" not in refused.stderr
     assert refused.stderr.count("\n") == 1 and time.monotonic() - started < 60
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_notebook_cannot_read_the_service_database(service):
+    """The kernel boundary of ``grade`` holds for the service's own files: a notebook that reads the
+    database (through Python and through libc) sees nothing of it, and its result is graded as usual."""
+    from autograder.kernel import isolation_status
+
+    if not isolation_status().startswith("landlock"):
+        pytest.skip(f"kernels cannot be isolated here ({isolation_status()}): the fence does not stop libc")
+    notebook = nbformat.read(EXAMPLES / "toy-correct.ipynb", as_version=4)
+    spy = nbformat.v4.new_code_cell(f"""
+import ctypes
+found = []
+for path in ({str(service.db)!r}, {str(service.db) + '-wal'!r}):
+    try:
+        found.append(open(path, "rb").read(16))
+    except OSError as error:
+        found.append(type(error).__name__)
+    libc = ctypes.CDLL(None)
+    descriptor = libc.open(path.encode(), 0)
+    found.append(descriptor)
+    if descriptor >= 0:
+        buffer = ctypes.create_string_buffer(16)
+        libc.read(descriptor, buffer, 16)
+        found.append(buffer.raw)
+raise RuntimeError("found: " + repr(found))
+""")
+    position = next(index for index, cell in enumerate(notebook.cells) if cell.get("id") == "initialize_solution")
+    notebook.cells.insert(position + 1, spy)
+    with service.client("s013") as client:
+        queued = upload(client, content=nbformat.writes(notebook).encode(), name="spy.ipynb")
+        assert queued.status_code == 202, queued.text
+        result = wait_result(client, queued.json()["id"])
+    assert result["status"] == "graded" and result["score"] == 11
+    (said,) = [cell["error"] for cell in result["cells"] if cell["kind"] == "added"]
+    assert "found: [" in said, said
+    assert "SQLite" not in said and "b'" not in said, said  # no bytes of it were read
+    assert said.count("-1") == 2, said  # libc's open failed on both files
