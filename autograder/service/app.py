@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import tempfile
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -86,6 +87,8 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
     db = Database(settings.db_url)
     keeper = GraderKeeper(settings) if grade else None
 
+    scratch = tempfile.TemporaryDirectory(prefix="autograder-service-")  # the dashboard's drawings, downloads
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         if keeper is not None:
@@ -96,11 +99,12 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
             if keeper is not None:
                 keeper.stop()
             db.close()
+            scratch.cleanup()
 
     app = FastAPI(title="Autograder service", version="1",
                   description="Hand in a notebook and get its grade and feedback in seconds. See docs/SERVICE.md.",
                   lifespan=lifespan)
-    app.state.settings, app.state.db = settings, db
+    app.state.settings, app.state.db, app.state.scratch = settings, db, Path(scratch.name)
     app.state.wake = keeper.wake if keeper is not None else (lambda: None)
     # Pluggable sign-in: who a request is from. An LTI launch route adds nothing here: it starts a web session.
     app.state.api_auth = [bearer_token]

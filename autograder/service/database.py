@@ -21,6 +21,7 @@ from typing import Iterator
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -40,14 +41,17 @@ def shown_url(url: str) -> str:
     return make_url(database_url(url)).render_as_string(hide_password=True)
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, pooled: bool = True) -> Engine:
+    """``pooled=False``: no connection stays open between transactions (a process that forks workers
+    must not hand them open connections)."""
     url = database_url(url)
+    pool = {} if pooled else {"poolclass": NullPool}
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+        return create_engine(url, pool_pre_ping=True, **({"pool_size": 10, "max_overflow": 20} if pooled else pool))
     path = make_url(url).database
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
 
     @event.listens_for(engine, "connect")
     def _connect(connection, _record):
@@ -68,9 +72,9 @@ class Database:
     """One engine; ``reading()`` and ``writing()`` give a session in a transaction (committed at the
     end of a ``writing()`` block, rolled back on an exception)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, pooled: bool = True):
         self.url = database_url(url)
-        self.engine = make_engine(self.url)
+        self.engine = make_engine(self.url, pooled)
         self._writer = self.engine.execution_options(writes=True)
 
     @contextmanager

@@ -178,7 +178,7 @@ def run(settings: ServiceSettings, wake=None) -> int:
     """Grade jobs until told to stop (SIGTERM, SIGINT) or the course changes. Returns the exit code."""
     from autograder.guard import CourseChanged, CourseGuard, course_files
 
-    db = Database(settings.db_url)
+    db = Database(settings.db_url, pooled=False)  # this process forks grading workers
     grader_id = uuid.uuid4().hex
     grading = settings.grading
     if db.url.startswith("sqlite"):  # a kernel never reads the database, even behind the weaker fence

@@ -4,6 +4,7 @@ re-grading (instructors only), and the downloads: grades.csv and the nbgrader gr
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tempfile
 from pathlib import Path
 from statistics import median
@@ -115,10 +116,14 @@ def _report(request: Request, name: str) -> Path | None:
         results = [r for r in _counted(request, session) if r is not None]
     if not results:
         return None
-    folder = Path(tempfile.gettempdir()) / f"autograder-service-report-{_figure_key(results)}"
+    scratch = request.app.state.scratch
+    folder = scratch / f"report-{_figure_key(results)}"
     if not (folder / name).exists():
-        folder.mkdir(mode=0o700, exist_ok=True)
+        folder.mkdir(exist_ok=True)
         class_report(results, folder)
+        for older in scratch.glob("report-*"):  # only the newest results' report is kept
+            if older != folder:
+                shutil.rmtree(older, ignore_errors=True)
     return folder / name
 
 
@@ -223,14 +228,12 @@ async def regrade(request: Request):
 def _download(request: Request, name: str):
     with request.app.state.db.reading() as session:
         results = _counted(request, session)
-    folder = Path(tempfile.mkdtemp(prefix="autograder-service-download-"))
+    folder = Path(tempfile.mkdtemp(prefix="download-", dir=request.app.state.scratch))
     path = (write_grades_csv if name == "grades.csv" else write_gradebook)(results, folder / name)
     return path, folder
 
 
 def _remove(folder: Path) -> None:
-    import shutil
-
     shutil.rmtree(folder, ignore_errors=True)
 
 
