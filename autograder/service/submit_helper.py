@@ -174,7 +174,9 @@ class _Submitter:
             if status != 200:
                 continue
             state = result.get("status")
-            news = f"⏳ {result.get('position')} in the queue" if state == "queued" else "⚙️  being graded" if state == "grading" else None
+            ahead = max(0, (result.get("position") or 1) - 1)
+            news = ("⚙️  being graded" if state == "grading" else None if state != "queued" else
+                    "⏳ next in line" if not ahead else f"⏳ waiting: {ahead} submission{'s' if ahead > 1 else ''} ahead of yours")
             if news and news != said:
                 print(news, flush=True)
                 said = news

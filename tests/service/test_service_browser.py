@@ -50,7 +50,7 @@ def test_a_student_signs_in_uploads_and_reads_the_feedback(service, browser, tmp
     page.click("form[action='/me/submissions'] button")
     assert "/me/submissions/" in page.url
     status = page.inner_text("#status")
-    assert "in the queue" in status or "Being graded" in status or "Score" in status  # the queue position, then the score
+    assert "Waiting to be graded" in status or "Being graded" in status or "Score" in status  # the queue position, then the score
     page.wait_for_selector("#score", timeout=120_000)
     assert page.inner_text("#score") == "Score: 7 / 11"
     feedback = page.frame_locator("#feedback")
