@@ -59,6 +59,17 @@ def moment(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
+async def call(client: httpx.AsyncClient, method: str, path: str, outcome: dict, **kwargs) -> httpx.Response:
+    """The request, sent again after a transport error (a keep-alive connection the server had just closed)."""
+    for attempt in range(5):
+        try:
+            return await client.request(method, path, **kwargs)
+        except httpx.TransportError as error:
+            outcome["retried"].append(type(error).__name__)
+            await asyncio.sleep(0.5 * (attempt + 1))
+    return await client.request(method, path, **kwargs)
+
+
 async def student(client: httpx.AsyncClient, token: str, plan: list[tuple[float, Path]], started: float, outcome: dict,
                   poll: float) -> None:
     headers = {"Authorization": f"Bearer {token}"}
@@ -66,8 +77,8 @@ async def student(client: httpx.AsyncClient, token: str, plan: list[tuple[float,
     for at, path in plan:
         await asyncio.sleep(max(0.0, started + at - time.monotonic()))
         while True:
-            answer = await client.post("/api/v1/submissions", headers=headers,
-                                       files={"notebook": (path.name, path.read_bytes())})
+            answer = await call(client, "POST", "/api/v1/submissions", outcome, headers=headers,
+                                files={"notebook": (path.name, path.read_bytes())})
             if answer.status_code == 202:
                 ids.append(answer.json()["id"])
                 outcome["sent"].append(path)
@@ -80,7 +91,7 @@ async def student(client: httpx.AsyncClient, token: str, plan: list[tuple[float,
     waiting = set(ids)
     while waiting:
         await asyncio.sleep(poll)
-        listed = await client.get("/api/v1/submissions", headers=headers)
+        listed = await call(client, "GET", "/api/v1/submissions", outcome, headers=headers)
         if listed.status_code != 200:
             continue
         for item in listed.json():
@@ -90,7 +101,7 @@ async def student(client: httpx.AsyncClient, token: str, plan: list[tuple[float,
 
 
 async def load(url: str, tokens: dict[str, str], plans: dict[str, list], poll: float, connections: int) -> tuple[dict, float]:
-    outcome = {"sent": [], "refused": [], "results": []}
+    outcome = {"sent": [], "refused": [], "results": [], "retried": []}
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
         started = time.monotonic()
@@ -105,7 +116,7 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=300, help="seconds within which every submission is sent")
     parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1), help="grading processes, service and CLI alike")
     parser.add_argument("--empty", type=int, default=9, help="notebooks submitted one at a time into an empty queue")
-    parser.add_argument("--poll", type=float, default=5.0, help="seconds between a student's looks at their results")
+    parser.add_argument("--poll", type=float, default=4.0, help="seconds between a student's looks at their results")
     parser.add_argument("--connections", type=int, default=64, help="HTTP connections the load client keeps at most")
     parser.add_argument("--no-cli", action="store_true", help="skip grading the same files with bpe-labs grade")
     parser.add_argument("--seed", type=int, default=21)
@@ -175,7 +186,8 @@ def main() -> int:
         graded = sum(item["status"] == "graded" for item in results)
         print(f"load: {len(outcome['sent'])} accepted, {len(outcome['refused'])} refused, {len(results)} results "
               f"({graded} graded, {len(results) - graded} errors), {len(ids) - len(set(ids))} duplicates; "
-              f"lost: {len(outcome['sent']) - len(set(ids))}")
+              f"lost: {len(outcome['sent']) - len(set(ids))}; requests sent again after a transport error: "
+              f"{len(outcome['retried'])}")
         print(f"load: submit to result p50 {statistics.median(waits):.1f} s, p95 {percentile(waits, 0.95):.1f} s, "
               f"max {max(waits):.1f} s; {took:.0f} s in all")
         print(f"service throughput: {service_rate:.2f} notebooks/s (first submission to last result)")
