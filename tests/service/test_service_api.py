@@ -12,7 +12,7 @@ import time
 import nbformat
 import pytest
 
-from conftest import EXAMPLES, command, rows, upload, wait_result
+from service_helpers import EXAMPLES, command, rows, upload, wait_result
 
 TOY_PARTS = {"initialize", "pair_frequencies", "merge", "learn", "tokenize"}
 

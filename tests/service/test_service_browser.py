@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import EXAMPLES
+from service_helpers import EXAMPLES
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed "
@@ -74,7 +74,7 @@ def test_a_student_signs_in_uploads_and_reads_the_feedback(service, browser, tmp
 
 
 def test_the_dashboard_in_the_browser(service, browser):
-    from conftest import INSTRUCTOR_PASSWORD
+    from service_helpers import INSTRUCTOR_PASSWORD
 
     page = browser.new_page()
     page.goto(f"{service.url}/dashboard")

@@ -21,7 +21,7 @@ from autograder.service import queue
 from autograder.service.database import Database
 from autograder.service.models import Base, Student, Submission
 from autograder.service.settings import now
-from conftest import EXAMPLES, command, free_port, upload, wait_result, Server, wait_healthy
+from service_helpers import EXAMPLES, command, free_port, upload, wait_result, Server, wait_healthy
 
 INITDB = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
 

@@ -9,7 +9,7 @@ import time
 import nbformat
 import psutil
 
-from conftest import EXAMPLES, all_gone, make_service, rows, upload, wait_result
+from service_helpers import EXAMPLES, all_gone, make_service, rows, upload, wait_result
 
 ORDER = [("s001", "toy-correct", 11), ("s002", "gpt2-correct", 10), ("s003", "toy-merge-overlaps", 9)]
 

@@ -17,7 +17,7 @@ from autograder.labs import get_lab
 from autograder.repair import repair
 from autograder.service.notebook import HELPER_ID, INTRO_ID, SUBMIT_ID, with_submit_cells
 from bpe_labs.examples import load_cases, make_submission
-from conftest import rows
+from service_helpers import rows
 
 
 def built_notebook(monkeypatch, server: str, lab_id: str = "toy_bpe") -> nbformat.NotebookNode:

@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from conftest import EXAMPLES, INSTRUCTOR_PASSWORD, TA_PASSWORD, rows, upload, wait_result
+from service_helpers import EXAMPLES, INSTRUCTOR_PASSWORD, TA_PASSWORD, rows, upload, wait_result
 
 
 def _csrf(page: str) -> str:
