@@ -27,11 +27,16 @@ HELPER_SOURCE = Path(__file__).with_name("submit_helper.py")
 
 INTRO = """## Submit
 
-Run the cell below to hand in this notebook: it sends the notebook to the course's grading service, waits
-for the autograder, and shows your score for each part with its feedback, usually within a minute. The first
-time, it asks for your personal token (from your instructor's message). In Colab it sends the notebook as it
-is now; in Jupyter or VS Code it sends the **saved** file, so save first (Ctrl+S / ⌘+S). You may submit again
-after fixing something; the autograder grades the lab's own cells as released, whatever you changed here."""
+Run the cell below to hand in this notebook. It sends the notebook to your course's grading service, waits
+for the autograder, and shows your score for each part with what the autograder found, usually within a
+minute. The first time, it asks for your personal token (it is in your instructor's message). In Colab it
+sends the notebook as it is now; in Jupyter or VS Code it sends the **saved** file, so save first
+(Ctrl+S / ⌘+S). You may submit again after fixing something. Running, changing or deleting this cell or the
+Submit helper costs you nothing: the autograder never runs them."""
+
+HAND_IN_INTRO = """## Submit
+
+Your course collects the notebook file itself: run the cell below to see how to hand it in."""
 
 SUBMIT = """# Submit this notebook for grading: your score and feedback appear below.
 try:
@@ -76,11 +81,12 @@ def with_submit_cells(nb: nbformat.NotebookNode, lab_id: str, course: Course) ->
     ours = {HELPER_ID, INTRO_ID, SUBMIT_ID}
     nb.cells = [cell for cell in nb.cells if cell.get("id") not in ours]
     token_variable = getattr(course, "token_variable", None) or "AUTOGRADER_TOKEN"
-    helper = _tagged(nbformat.v4.new_code_cell(helper_source(server_url(course), lab_id, token_variable)), HELPER_ID, hidden=True)
+    server = server_url(course)
+    helper = _tagged(nbformat.v4.new_code_cell(helper_source(server, lab_id, token_variable)), HELPER_ID, hidden=True)
     first_code = next((index for index, cell in enumerate(nb.cells) if cell.cell_type == "code"), len(nb.cells))
     after_setup = next((index for index in range(first_code, len(nb.cells)) if nb.cells[index].cell_type != "code"), len(nb.cells))
     nb.cells.insert(after_setup, helper)
-    nb.cells.append(_tagged(nbformat.v4.new_markdown_cell(INTRO), INTRO_ID))
+    nb.cells.append(_tagged(nbformat.v4.new_markdown_cell(INTRO if server else HAND_IN_INTRO), INTRO_ID))
     nb.cells.append(_tagged(nbformat.v4.new_code_cell(SUBMIT), SUBMIT_ID))
     return nb
 
