@@ -10,7 +10,7 @@ PYTHON_MAX := $(lastword $(PYTHON_VERSIONS))
 PY := $(VENV)/bin/python
 OUT ?= out
 
-.PHONY: setup demo notebooks examples test test-subset python-versions check-python bench clean
+.PHONY: setup demo notebooks examples test test-subset python-versions check-python bench clean serve system-packages
 
 # Before pip runs, one sentence when $(PYTHON) is missing or outside the supported range
 # (written to run on any Python, 2.7 included, so that it can say which one it found).
@@ -50,6 +50,26 @@ demo: examples
 
 test: setup
 	$(PY) -m pytest
+
+# The grading service (docs/SERVICE.md) on 127.0.0.1:8000 with the bundled examples' roster: the first time it
+# writes $(SERVICE_DIR)/tokens.csv (one token per student) and makes an instructor account (its password is printed).
+SERVICE_DIR ?= service-data
+serve: setup
+	@mkdir -p $(SERVICE_DIR)
+	@test -e $(SERVICE_DIR)/tokens.csv || $(PY) -m autograder tokens --roster examples/roster.csv --db $(SERVICE_DIR)/service.db --out $(SERVICE_DIR)/tokens.csv
+	@$(PY) -m autograder accounts list --db $(SERVICE_DIR)/service.db | grep -q '^instructor' || \
+		$(PY) -m autograder accounts add instructor --role instructor --random-password --db $(SERVICE_DIR)/service.db
+	$(PY) -m autograder serve --roster examples/roster.csv --db $(SERVICE_DIR)/service.db
+
+# Debian packages the service's tests use: chromium (the browser test, never a downloaded browser), its emoji font,
+# and postgresql (the PostgreSQL test). Installed as root on Debian (CI); elsewhere those tests say why they skip.
+SYSTEM_PACKAGES := chromium fonts-noto-color-emoji postgresql
+system-packages:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		missing=""; for package in $(SYSTEM_PACKAGES); do dpkg -s $$package >/dev/null 2>&1 || missing="$$missing $$package"; done; \
+		if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get update -qq && \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi; \
+	else echo "not root on Debian: install $(SYSTEM_PACKAGES) yourself for the service's browser and PostgreSQL tests"; fi
 
 # CI on the other supported Pythons (.ci/run): every solution notebook under nbval, every docstring
 # example (which imports every module), every student notebook filled with its solutions run alone.

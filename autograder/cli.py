@@ -201,6 +201,9 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
 
     add_build_arguments(commands.add_parser("gradescope", help="build Gradescope's autograder zip for one lab "
                                                                "(docs/GRADESCOPE.md)"), lab_choice(course))
+    from autograder.service.cli import add_commands as add_service_commands
+
+    add_service_commands(commands, course)  # serve, tokens, accounts (docs/SERVICE.md)
     if course.add_commands:
         course.add_commands(commands)
     return parser

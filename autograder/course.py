@@ -46,6 +46,11 @@ class Course:
     def lab_ids(self) -> list[str]:
         """The labs' ids, from the solution notebooks' names alone (nothing is read: for the command line)."""
         return sorted(path.stem for path in Path(self.solutions).glob("*.ipynb"))
+    # The grading service (autograder/service): the environment variable naming its URL when the notebooks
+    # are built (their Submit cell posts there; unset: the cell says how to hand in), and the one a student's
+    # kernel may hold their token in.
+    server_variable: str | None = None
+    token_variable: str | None = None
 
     def trusted_folders(self) -> list[Path]:
         """Folders of the trusted packages (where a new module would be imported from by a hidden test)."""

@@ -21,6 +21,8 @@ from autograder.labs import Lab, nbgrader_meta, release_cells
 # A given cell with this tag only demonstrates (a timing run, a plot of the whole corpus): the
 # grader does not run it, and nothing a graded part needs may be defined in it.
 GRADING_SKIP = "grading-skip"
+# The Submit cell and its helper: grading-skip cells about which repair says nothing either.
+SUBMIT_TAG = "autograder-submit"
 
 
 @dataclass
@@ -197,7 +199,10 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
         role = _role(cell)
         s = matched.get(r)
         mine = cells[s] if s is not None else None
-        if r in moved and role != "markdown":
+        # The Submit cell and its helper (autograder/service/notebook.py) are never run here: whatever a
+        # student did to them costs nothing and is not reported.
+        submit_cell = SUBMIT_TAG in (cell.get("metadata", {}).get("tags") or [])
+        if r in moved and role != "markdown" and not submit_cell:
             note("moved", cell_id, "the cell stood elsewhere in the submission; it was run in its released place")
         if role == "answer":
             if mine is None:
@@ -207,7 +212,9 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
                     note("type_changed", cell_id, f"the answer cell had been switched to {mine.get('cell_type')}; it was run as code")
                 program.append(Step("answer", mine.source, cell_id, part_of=cell_id))
         elif role in ("given", "test"):
-            if mine is None:
+            if submit_cell:
+                pass
+            elif mine is None:
                 note("restored", cell_id, "the cell was deleted; it was restored from the release")
             elif _norm(mine.source) != _norm(cell.source):
                 note("restored", cell_id, "the cell had been edited; the released version was used")

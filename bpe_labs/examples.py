@@ -65,4 +65,16 @@ def write_examples(out_dir: Path = EXAMPLES_DIR / "submissions") -> list[Path]:
         path = out_dir / f"{case['id']}.ipynb"
         nbformat.write(make_submission(case), path)
         written.append(path)
-    return written
+    return written + [write_roster(out_dir.parent / "roster.csv")]
+
+
+def write_roster(path: Path = EXAMPLES_DIR / "roster.csv") -> Path:
+    """The examples' roster (``grade --roster``'s format): one student per example case, as ``make serve``
+    and ``grade examples/submissions --roster examples/roster.csv`` use it."""
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["student_id", "name", "email"])
+        writer.writerows([case["id"], case["id"], f"{case['id']}@example.edu"] for case in load_cases())
+    return path

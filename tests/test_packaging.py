@@ -28,7 +28,8 @@ from bpe_labs import ROOT as REPO_ROOT
 MINORS = range(0, 40)  # Python 3.0 ... 3.39: any range written in the files falls inside
 
 # A pip extra that conda-forge ships as a package of its own.
-CONDA_PACKAGES_OF_EXTRA = {("dask", "distributed"): "distributed"}
+# psycopg[binary] (psycopg with a bundled libpq) is conda-forge's psycopg, which depends on libpq itself.
+CONDA_PACKAGES_OF_EXTRA = {("dask", "distributed"): "distributed", ("psycopg", "binary"): "psycopg"}
 
 
 def pip_requirements() -> dict[str, SpecifierSet]:

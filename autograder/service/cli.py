@@ -1,0 +1,301 @@
+"""The service's commands: ``serve``, ``tokens``, ``accounts`` (added to the engine's command line).
+
+Nothing heavy is imported until a command runs: the command line starts as fast as before.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_DB = "service.db"
+
+
+class Stop(Exception):
+    """A mistake of the user's: one line, exit code 2."""
+
+
+def _database(url: str):
+    from autograder.service.database import Database, shown_url
+
+    db = Database(url)
+    try:
+        db.migrate()
+    except Exception as error:
+        raise Stop(f"the database {shown_url(db.url)} could not be opened or brought up to date "
+                   f"({type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''})") from None
+    return db
+
+
+def _roster(db, path: str) -> tuple[int, int]:
+    from autograder.service.tokens import load_roster, roster_rows
+
+    try:
+        rows = roster_rows(Path(path))
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise Stop(f"the roster could not be read: {error}") from None
+    with db.writing() as session:
+        return load_roster(session, rows)
+
+
+def _grading_settings(args):
+    from autograder.grade import Settings
+    from autograder.kernel import Limits
+
+    limits = Limits(cell_seconds=args.cell_timeout, call_seconds=args.call_timeout, notebook_seconds=args.notebook_timeout,
+                    memory_bytes=int(args.memory_mb * 1024 * 1024), max_restarts=args.max_restarts,
+                    require_isolation=args.require_isolation)
+    return Settings(limits=limits, data_dir=Path(args.data_dir).resolve(), part_seconds=args.part_timeout,
+                    worker_memory_bytes=int(args.grader_memory_mb * 1024 * 1024), feedback_kernel=not args.one_kernel)
+
+
+def settings_from(args):
+    """ServiceSettings from ``serve``'s arguments; raises Stop for a mistake."""
+    from autograder.service.settings import ServiceSettings, is_loopback, parse_deadline, parse_rate, read_deadlines
+
+    try:
+        rate, window = parse_rate(args.rate)
+        deadlines = read_deadlines(Path(args.deadlines), args.late) if args.deadlines else {}
+        deadlines.update(parse_deadline(text, args.late) for text in args.deadline or [])
+    except (ValueError, OSError) as error:
+        raise Stop(str(error)) from None
+    from autograder.labs import all_labs
+
+    unknown = sorted(set(deadlines) - set(all_labs()))
+    if unknown:
+        raise Stop(f"no lab {', '.join(unknown)}: the labs are {', '.join(all_labs())}")
+    if bool(args.https_cert) != bool(args.https_key):
+        raise Stop("--https-cert and --https-key go together")
+    if not (args.https_cert or args.insecure or is_loopback(args.host)):
+        raise Stop(f"refusing to serve plain HTTP on {args.host}: tokens and sessions would cross the network in the clear. "
+                   "Serve on 127.0.0.1 behind a TLS reverse proxy (docs/SERVICE.md), give --https-cert and --https-key, "
+                   "or pass --insecure")
+    security = None
+    if args.scheduler:
+        from autograder.batch import InsecureScheduler, dask_security
+
+        try:
+            security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key, args.insecure_scheduler)
+        except InsecureScheduler as error:
+            raise Stop(str(error)) from None
+    return ServiceSettings(
+        db_url=args.db, roster=Path(args.roster) if args.roster else None, host=args.host, port=args.port,
+        insecure=args.insecure, https_cert=args.https_cert, https_key=args.https_key,
+        forwarded_allow_ips=args.forwarded_allow_ips, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+        rate_limit=rate, rate_window=window, deadlines=deadlines, counted=args.counted, workers=args.workers,
+        scheduler=args.scheduler, dask_security=security, grading=_grading_settings(args), log_level=args.log_level)
+
+
+def _serve(args) -> int:
+    from autograder.course import current
+    from autograder.service.database import shown_url
+
+    settings = settings_from(args)
+    db = _database(settings.db_url)
+    try:
+        if settings.roster:
+            listed, added = _roster(db, str(settings.roster))
+            roster = f"{listed} students on the roster ({added} new) from {settings.roster}"
+        else:
+            from autograder.service.models import Student
+
+            with db.reading() as session:
+                listed = session.query(Student).filter(Student.on_roster.is_(True)).count()
+            roster = f"{listed} students on the roster" + ("" if listed else ": nobody can submit (pass --roster)")
+    finally:
+        db.close()
+    scheme = "https" if settings.tls else "http"
+    address = f"{scheme}://{'[' + settings.host + ']' if ':' in settings.host else settings.host}:{settings.port}"
+    graders = (f"a Dask cluster at {settings.scheduler}" if settings.scheduler
+               else f"{settings.workers} local grading process{'es' if settings.workers != 1 else ''}")
+    print(f"{current().name} grading service on {address}\n"
+          f"  students:  {address}/  (sign in with a token; the notebooks' Submit cell posts to {address}/api/v1/submissions)\n"
+          f"  dashboard: {address}/dashboard  (instructors and TAs; API reference: {address}/docs)\n"
+          f"  database:  {shown_url(settings.db_url)}; {roster}\n"
+          f"  grading:   {graders}; {settings.rate_limit or 'no'} submissions per lab per {settings.rate_window / 3600:g} h; "
+          f"the {settings.counted} attempt counts; uploads up to {settings.max_upload_bytes / 1024 / 1024:g} MB\n"
+          f"  Ctrl-C stops it; queued submissions wait in the database for the next start.", flush=True)
+    import uvicorn
+
+    from autograder.service.app import create_app
+
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level,
+                proxy_headers=True, forwarded_allow_ips=settings.forwarded_allow_ips,
+                ssl_certfile=str(settings.https_cert) if settings.https_cert else None,
+                ssl_keyfile=str(settings.https_key) if settings.https_key else None, server_header=False)
+    return 0
+
+
+def _tokens(args) -> int:
+    import csv
+
+    from autograder.service import tokens
+    from autograder.service.models import Student
+
+    db = _database(args.db)
+    try:
+        if args.roster:
+            listed, added = _roster(db, args.roster)
+            print(f"roster: {listed} students ({added} new)")
+        out = Path(args.out) if args.out else None
+        if out is not None and out.exists():
+            raise Stop(f"{out} exists: tokens are shown only once, so it is not overwritten (name another file)")
+        written: list[tuple[str, str]] = []
+        with db.writing() as session:
+            students = {s.student_id: s for s in session.query(Student).filter(Student.on_roster.is_(True))}
+            for name in (args.revoke or []) + (args.reissue or []):
+                if session.get(Student, name) is None:
+                    raise Stop(f"no student {name!r} in the database (is the roster loaded?)")
+            for name in args.revoke or []:
+                print(f"{name}: {tokens.revoke(session, name)} token(s) revoked")
+            reissue = set(students) if args.reissue_all else set(args.reissue or [])
+            for student_id in sorted(students):
+                if student_id in reissue or not tokens.ever_issued(session, student_id):  # a revoked one stays revoked
+                    written.append((student_id, tokens.issue(session, student_id)))
+            if written and out is None:
+                raise Stop("--out FILE is needed: new tokens are written there (only once)")
+            if out is not None:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(descriptor, "w", newline="", encoding="utf-8") as handle:
+                    writer = csv.writer(handle)
+                    writer.writerow(["student_id", "token"])
+                    writer.writerows(written)
+        kept = len([s for s in students if s not in dict(written) and s not in (args.revoke or [])])
+        print(f"{len(written)} new token(s)" + (f" in {out} (owner-only): send each student their own" if out else "")
+              + (f"; {kept} student(s) keep the token they have (--reissue ID or --reissue-all to replace)" if kept else ""))
+    finally:
+        db.close()
+    return 0
+
+
+def _read_password(args) -> tuple[str, bool]:
+    """The new password, and whether to print it (generated)."""
+    import getpass
+    import secrets
+
+    if args.random_password:
+        return secrets.token_urlsafe(15), True
+    if args.password_stdin:
+        return sys.stdin.readline().rstrip("\n"), False
+    first = getpass.getpass(f"password for {args.name}: ")
+    if getpass.getpass("again: ") != first:
+        raise Stop("the two passwords differ: nothing was changed")
+    return first, False
+
+
+def _accounts(args) -> int:
+    from autograder.service import tokens
+    from autograder.service.models import Account
+
+    db = _database(args.db)
+    try:
+        if args.action == "add":
+            password, show = _read_password(args)
+            try:
+                with db.writing() as session:
+                    tokens.set_account(session, args.name, args.role, password)
+            except ValueError as error:
+                raise Stop(str(error)) from None
+            print(f"{args.name}: {args.role} account ready" + (f"; password: {password}" if show else ""))
+        elif args.action == "disable":
+            with db.writing() as session:
+                account = session.get(Account, args.name)
+                if account is None:
+                    raise Stop(f"no account {args.name!r}")
+                account.disabled = True
+            print(f"{args.name}: disabled")
+        else:
+            with db.reading() as session:
+                for account in session.query(Account).order_by(Account.username):
+                    print(f"{account.username}\t{account.role}{'  (disabled)' if account.disabled else ''}")
+    finally:
+        db.close()
+    return 0
+
+
+def _guarded(command):
+    def run(args) -> int:
+        try:
+            return command(args)
+        except Stop as stop:
+            print(f"error: {stop}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("stopped (Ctrl-C)", file=sys.stderr)
+            return 130
+    return run
+
+
+def add_commands(commands, course) -> None:
+    """``serve``, ``tokens`` and ``accounts`` as sub-commands of the engine's command line."""
+    serve = commands.add_parser("serve", help="the grading service: students submit from the notebooks or a web page "
+                                              "(docs/SERVICE.md)")
+    serve.add_argument("--db", default=DEFAULT_DB, help=f"the database: an SQLite file (default {DEFAULT_DB}) or a "
+                                                        "PostgreSQL URL (postgresql://user:password@host/name)")
+    serve.add_argument("--roster", help="roster CSV (grade --roster's format: student_id, and name, email...): who may submit")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; put a TLS reverse "
+                                                           "proxy in front for students elsewhere)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--insecure", action="store_true", help="allow plain HTTP on an address other than loopback")
+    serve.add_argument("--https-cert", type=Path, help="serve HTTPS with this certificate (PEM) ...")
+    serve.add_argument("--https-key", type=Path, help="... and its private key")
+    serve.add_argument("--forwarded-allow-ips", default="127.0.0.1",
+                       help="reverse proxies whose X-Forwarded-Proto/For headers are trusted (default 127.0.0.1)")
+    serve.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
+                       help="local grading processes (default: twice the cores, as grade: about a quarter of grading "
+                            "is waiting on kernels)")
+    serve.add_argument("--scheduler", help="grade on a Dask cluster instead: the scheduler's address (tls://host:8786)")
+    serve.add_argument("--tls-ca-file", help="Dask: the CA certificate of the scheduler and workers")
+    serve.add_argument("--tls-cert", help="Dask: this client's certificate")
+    serve.add_argument("--tls-key", help="Dask: this client's private key")
+    serve.add_argument("--insecure-scheduler", action="store_true",
+                       help="Dask: allow a scheduler on another machine without TLS and client certificates")
+    serve.add_argument("--max-upload-mb", type=float, default=20, help="largest notebook taken, in MB (default 20)")
+    serve.add_argument("--rate", default="10/hour", help="submissions per student per lab: N/WINDOW (default 10/hour; 0: no limit)")
+    serve.add_argument("--deadline", action="append", metavar="LAB=WHEN",
+                       help="a lab's deadline, ISO 8601 (toy_bpe=2026-12-01T23:59+01:00); repeat for each lab")
+    serve.add_argument("--deadlines", help="deadlines CSV: columns lab,deadline and optionally late (mark or refuse)")
+    serve.add_argument("--late", choices=("mark", "refuse"), default="mark",
+                       help="after a deadline: accept and mark late (default), or refuse")
+    serve.add_argument("--counted", choices=("last", "best"), default="last",
+                       help="the attempt that counts: the last graded one (default) or the best")
+    serve.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
+                       help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
+    serve.add_argument("--cell-timeout", type=float, default=60, help="seconds one cell may run (default 60)")
+    serve.add_argument("--call-timeout", type=float, default=10, help="seconds one call of a student function may run (default 10)")
+    serve.add_argument("--part-timeout", type=float, default=60, help="seconds the hidden tests of one part may run (default 60)")
+    serve.add_argument("--notebook-timeout", type=float, default=600, help="seconds everything done for one notebook may take (default 600)")
+    serve.add_argument("--memory-mb", type=float, default=4096, help="memory cap of a student's kernel in MiB (default 4096)")
+    serve.add_argument("--max-restarts", type=int, default=3, help="kernel restarts per notebook after a crash (default 3)")
+    serve.add_argument("--grader-memory-mb", type=float, default=6144, help="address-space cap of a grading process in MiB (default 6144)")
+    serve.add_argument("--require-isolation", action="store_true", help="never grade behind the weaker fence (see the README)")
+    serve.add_argument("--one-kernel", action="store_true", help="as grade --one-kernel")
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    serve.set_defaults(run=_guarded(_serve))
+
+    issue = commands.add_parser("tokens", help="personal tokens for the service: one per student, written once to a CSV")
+    issue.add_argument("--roster", help="roster CSV: its students are added (or updated) first")
+    issue.add_argument("--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})")
+    issue.add_argument("--out", help="CSV to write the new tokens to (student_id,token; owner-only; never overwritten)")
+    issue.add_argument("--reissue", action="append", metavar="STUDENT", help="replace this student's token (repeat)")
+    issue.add_argument("--reissue-all", action="store_true", help="replace every student's token")
+    issue.add_argument("--revoke", action="append", metavar="STUDENT", help="revoke this student's token (repeat)")
+    issue.set_defaults(run=_guarded(_tokens))
+
+    accounts = commands.add_parser("accounts", help="instructors' and TAs' accounts for the service's dashboard")
+    accounts.add_argument("action", choices=("add", "disable", "list"))
+    accounts.add_argument("name", nargs="?", help="user name (add, disable)")
+    accounts.add_argument("--role", choices=("instructor", "ta"), default="ta",
+                          help="instructor (can also re-grade) or ta (default)")
+    accounts.add_argument("--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})")
+    secret = accounts.add_mutually_exclusive_group()
+    secret.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+    secret.add_argument("--random-password", action="store_true", help="make up a password and print it")
+    accounts.set_defaults(run=_guarded(_accounts_checked))
+
+
+def _accounts_checked(args) -> int:
+    if args.action in ("add", "disable") and not args.name:
+        raise Stop(f"accounts {args.action} needs a user name")
+    return _accounts(args)

@@ -1,0 +1,110 @@
+"""The database: an engine from a URL, sessions for reading and for writing, and the migrations.
+
+``--db`` takes a file path (an SQLite file, the default), ``sqlite:///PATH``, or a PostgreSQL URL
+(``postgresql://user:password@host/name``, driven by psycopg 3).
+
+SQLite is shared by the web process and the grading process: it runs in WAL mode (readers never
+wait), and a transaction that writes takes the write lock when it begins (``BEGIN IMMEDIATE``), so
+that it waits for another writer (``busy_timeout``) instead of failing when it comes to write.
+
+    >>> database_url("out/service.db").startswith("sqlite:////")
+    True
+    >>> database_url("postgresql://grader@db.example.edu/course")
+    'postgresql+psycopg://grader@db.example.edu/course'
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def database_url(text: str) -> str:
+    """The SQLAlchemy URL for what ``--db`` says."""
+    if "://" not in text:
+        return f"sqlite:///{Path(text).expanduser().resolve()}"
+    for plain in ("postgresql://", "postgres://"):
+        if text.startswith(plain):
+            return "postgresql+psycopg://" + text[len(plain):]
+    return text
+
+
+def shown_url(url: str) -> str:
+    """The URL with its password hidden (for messages and logs)."""
+    return make_url(database_url(url)).render_as_string(hide_password=True)
+
+
+def make_engine(url: str, pooled: bool = True) -> Engine:
+    """``pooled=False``: no connection stays open between transactions (a process that forks workers
+    must not hand them open connections)."""
+    url = database_url(url)
+    pool = {} if pooled else {"poolclass": NullPool}
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True, **({"pool_size": 10, "max_overflow": 20} if pooled else pool))
+    path = make_url(url).database
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
+
+    @event.listens_for(engine, "connect")
+    def _connect(connection, _record):
+        connection.isolation_level = None  # transactions are begun below, not by the sqlite3 module
+        cursor = connection.cursor()
+        for pragma in ("journal_mode=WAL", "busy_timeout=30000", "foreign_keys=ON", "synchronous=NORMAL"):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection):
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get("writes") else "BEGIN")
+
+    return engine
+
+
+class Database:
+    """One engine; ``reading()`` and ``writing()`` give a session in a transaction (committed at the
+    end of a ``writing()`` block, rolled back on an exception)."""
+
+    def __init__(self, url: str, pooled: bool = True):
+        self.url = database_url(url)
+        self.engine = make_engine(self.url, pooled)
+        self._writer = self.engine.execution_options(writes=True)
+
+    @contextmanager
+    def reading(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
+        with Session(self._writer, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest migration (creates the tables of a new database)."""
+        migrate(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def alembic_config(engine: Engine | None = None):
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["engine"] = engine
+    return config
+
+
+def migrate(engine: Engine) -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(engine), "head")

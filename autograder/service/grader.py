@@ -1,0 +1,257 @@
+"""The grading process: takes jobs from the database queue, grades them, writes their results.
+
+It is a process of its own, started (and restarted) by the web process, sharing nothing with it but
+the database. Jobs are graded by local grading processes (``autograder.workers``: a memory cap of
+their own, a watchdog that kills one that dies, stops or hangs, with every process it started) or
+by a Dask cluster (``--scheduler``). A job whose grading process is lost goes back to the queue
+once (``queue.lost``); the claim counts are in the database, so a restart does not reset them.
+
+The course files are checked (``guard.CourseGuard``) before each job starts and before each result
+is kept: after a course fix, this process gives its jobs back uncounted and exits, and the web
+process starts a fresh one, which grades with the fixed course (then re-grade the lab from the
+dashboard).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+import uuid
+from dataclasses import dataclass, replace
+from multiprocessing.connection import wait
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from autograder.result import GRADER_ERROR, GradeResult
+from autograder.service import queue
+from autograder.service.database import Database
+from autograder.service.grading import grade_notebook
+from autograder.service.settings import ServiceSettings
+
+log = logging.getLogger("autograder.service.grader")
+COURSE_CHANGED_EXIT = 3  # the web process restarts a grading process that exits so, at once
+HEARTBEAT_SECONDS = 2.0
+ORPHANS_SECONDS = 10.0
+
+
+@dataclass
+class Event:
+    job: queue.Job
+    result: GradeResult | None = None  # done
+    lost: str | None = None  # why its grading process was lost
+
+
+class LocalRunner:
+    """Local grading processes, each grading one job at a time (``autograder.workers.WorkerPool``'s
+    processes, watchdog and clean-up, fed one job whenever a process is free)."""
+
+    kind = "local"
+
+    def __init__(self, size: int, budget: float, memory_bytes: int):
+        from autograder.workers import WorkerPool
+
+        self.pool = WorkerPool(grade_notebook, size, on_lost=None, budget=budget, memory_bytes=memory_bytes)
+        self.size = self.pool.size
+        self.jobs: dict[int, queue.Job] = {}
+
+    def free(self) -> int:
+        return self.size - len(self.jobs)
+
+    def start(self, job: queue.Job, settings) -> int | None:
+        idle = [worker for worker in self.pool.workers if worker.job is None]
+        worker = idle[0] if idle else self.pool._spawn()
+        args = (job.notebook, job.file_name, job.student_id, settings)
+        try:
+            worker.connection.send((job.id, args))
+        except (OSError, ValueError):  # it died while idle: a fresh one takes the job
+            self.pool._kill(worker)
+            worker = self.pool._spawn()
+            worker.connection.send((job.id, args))
+        worker.job, worker.started, worker.stopped_since = (job.id, args, job.claims), time.monotonic(), None
+        self.jobs[job.id] = job
+        return worker.process.pid
+
+    def wait(self, timeout: float, wake=None) -> list[Event]:
+        busy = {worker.connection: worker for worker in self.pool.workers if worker.job}
+        ready = wait(list(busy) + ([wake] if wake is not None else []), timeout=timeout)
+        events = []
+        for connection in ready:
+            if connection is wake:
+                _drain(wake)
+                continue
+            worker = busy[connection]
+            try:
+                job_id, result, failure = connection.recv()
+            except (EOFError, OSError):
+                continue  # it died: the health check below sees it
+            worker.job = None
+            job = self.jobs.pop(job_id)
+            if failure is not None:
+                result = GradeResult(job.student_id, job.file_name, status=GRADER_ERROR, lab=job.lab,
+                                     message=f"this notebook could not be graded ({failure[:300]})")
+            events.append(Event(job, result=result))
+        now = time.monotonic()
+        for worker in [worker for worker in self.pool.workers if worker.job]:
+            reason = self.pool._health(worker, now)
+            if reason:
+                job_id = worker.job[0]
+                self.pool._kill(worker)
+                events.append(Event(self.jobs.pop(job_id), lost=reason))
+        return events
+
+    def close(self) -> list[queue.Job]:
+        """End every grading process; returns the jobs they were grading."""
+        for worker in list(self.pool.workers):
+            self.pool._kill(worker)
+        jobs, self.jobs = list(self.jobs.values()), {}
+        return jobs
+
+
+class DaskRunner:
+    """A Dask cluster: one task per job (the cluster's threads are its slots)."""
+
+    kind = "dask"
+
+    def __init__(self, scheduler: str, security, size: int):
+        from distributed import Client
+
+        self.client = Client(scheduler, security=security, timeout=30)
+        threads = sum(self.client.nthreads().values())
+        self.size = max(1, threads or size)
+        self.futures: dict = {}
+
+    def free(self) -> int:
+        return self.size - len(self.futures)
+
+    def start(self, job: queue.Job, settings) -> int | None:
+        future = self.client.submit(grade_notebook, job.notebook, job.file_name, job.student_id, settings,
+                                    pure=False, retries=0, key=f"submission-{job.id}-claim-{job.claims}-{uuid.uuid4().hex[:8]}")
+        self.futures[future] = job
+        return None
+
+    def wait(self, timeout: float, wake=None) -> list[Event]:
+        from distributed import wait as dask_wait
+
+        if not self.futures:
+            if wake is not None and wait([wake], timeout=timeout):
+                _drain(wake)
+            return []
+        if wake is not None and wait([wake], timeout=0):
+            _drain(wake)
+        try:
+            dask_wait(list(self.futures), timeout=timeout, return_when="FIRST_COMPLETED")
+        except TimeoutError:  # none finished in time (asyncio's TimeoutError is the built-in one since 3.11)
+            pass
+        except Exception as error:
+            if "Timeout" not in type(error).__name__:
+                raise
+        events = []
+        for future in [future for future in self.futures if future.done()]:
+            job = self.futures.pop(future)
+            try:
+                events.append(Event(job, result=future.result()))
+            except Exception as error:  # a worker lost (KilledWorker), the cluster failing
+                events.append(Event(job, lost=f"the Dask worker failed ({type(error).__name__})"))
+        return events
+
+    def close(self) -> list[queue.Job]:
+        jobs = list(self.futures.values())
+        for future in self.futures:
+            future.cancel()
+        self.futures = {}
+        self.client.close()
+        return jobs
+
+
+def _drain(connection) -> None:
+    try:
+        while connection.poll():
+            connection.recv_bytes()
+    except (EOFError, OSError):
+        pass
+
+
+def run(settings: ServiceSettings, wake=None) -> int:
+    """Grade jobs until told to stop (SIGTERM, SIGINT) or the course changes. Returns the exit code."""
+    from autograder.guard import CourseChanged, CourseGuard, course_files
+
+    db = Database(settings.db_url, pooled=False)  # this process forks grading workers
+    grader_id = uuid.uuid4().hex
+    grading = settings.grading
+    if db.url.startswith("sqlite"):  # a kernel never reads the database, even behind the weaker fence
+        path = Path(make_url(db.url).database).resolve()
+        grading = replace(grading, denied=tuple(grading.denied) + tuple(
+            Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")))
+    if settings.scheduler:
+        runner = DaskRunner(settings.scheduler, settings.dask_security, settings.workers)
+    else:
+        runner = LocalRunner(settings.workers, budget=grading.limits.notebook_seconds + 120,
+                             memory_bytes=grading.worker_memory_bytes)
+    queue.register(db, grader_id, runner.kind, runner.size)
+    stopping: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, _frame: stopping.append(signum))
+    code, held = 0, []  # held: jobs claimed and not yet handed to a grading process or finished
+    try:
+        guard = CourseGuard(course_files())
+        for job_id, outcome in queue.recover_orphans(db):
+            log.info("submission %s: its grading process is gone: %s", job_id, outcome)
+        queue.heartbeat(db, grader_id, ready=True)
+        log.info("grading process %s ready: %d %s slot(s)", grader_id[:8], runner.size, runner.kind)
+        beat = orphans = time.monotonic()
+        while not stopping:
+            moment = time.monotonic()
+            if moment - beat >= HEARTBEAT_SECONDS:
+                queue.heartbeat(db, grader_id)
+                beat = moment
+            if moment - orphans >= ORPHANS_SECONDS:
+                queue.recover_orphans(db)
+                orphans = moment
+            while runner.free() > 0 and not stopping:
+                job = queue.claim(db, grader_id)
+                if job is None:
+                    break
+                held = [job]
+                guard.check()  # the course as it was at the start, or this process gives way to a fresh one
+                pid = runner.start(job, grading)
+                held = []
+                queue.set_worker(db, job.id, pid)
+                log.info("submission %s: grading (claim %d)", job.id, job.claims)
+            events = runner.wait(settings.poll_seconds, wake)
+            held = [event.job for event in events if event.result is not None]
+            if held:
+                guard.check()  # before anything of these results is kept
+            for event in events:
+                if event.result is not None:
+                    kept = queue.finish(db, grader_id, event.job.id, event.result)
+                    log.info("submission %s: %s in %.1f s%s", event.job.id, event.result.status, event.result.seconds,
+                             "" if kept else " (not kept: no longer claimed by this process)")
+                else:
+                    outcome = queue.lost(db, grader_id, event.job, event.lost)
+                    log.warning("submission %s: grading process lost (%s): %s", event.job.id, event.lost, outcome)
+            held = []
+        log.info("grading process %s stopping", grader_id[:8])
+    except CourseChanged as changed:
+        log.warning("%s: a fresh grading process takes over", str(changed)[:300])
+        code = COURSE_CHANGED_EXIT
+    finally:
+        for job in held + runner.close():
+            queue.give_back(db, grader_id, job.id)
+        queue.stopped(db, grader_id)
+        db.close()
+    return code
+
+
+def main(settings: ServiceSettings, wake=None) -> None:
+    """The grading process's body (started by the web process): dies with its parent."""
+    if sys.platform.startswith("linux"):
+        from autograder import isolation
+
+        isolation.die_with_parent(signal.SIGKILL)
+    if os.getppid() == 1:
+        os._exit(0)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s grader %(levelname)s %(message)s")
+    sys.exit(run(settings, wake))

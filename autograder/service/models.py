@@ -1,0 +1,126 @@
+"""The service's tables (SQLAlchemy 2 declarative models). Their schema is made and changed by the
+alembic migrations in ``migrations/`` only; ``tests/service/test_service_database.py`` checks that
+the migrations build exactly these tables, on SQLite and PostgreSQL.
+
+Times are naive UTC. Secrets are never stored: a token or a session cookie is kept as the SHA-256
+of its value, a password as its scrypt hash.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column
+
+# Submission.status
+QUEUED, GRADING, GRADED, ERROR = "queued", "grading", "graded", "error"
+PENDING = (QUEUED, GRADING)
+# Account.role
+INSTRUCTOR, TA = "instructor", "ta"
+ROLES = (INSTRUCTOR, TA)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Student(Base):
+    """A roster row: who may submit."""
+
+    __tablename__ = "students"
+    student_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    name: Mapped[str] = mapped_column(String(300), default="")
+    email: Mapped[str] = mapped_column(String(300), default="")
+    on_roster: Mapped[bool] = mapped_column(Boolean, default=True)  # dropped from the roster: may no longer submit
+    added_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Token(Base):
+    """A student's personal token: ``<selector>.<secret>``; the selector finds the row, the SHA-256 of
+    the whole token is compared in constant time."""
+
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    student_id: Mapped[str] = mapped_column(ForeignKey("students.student_id"), index=True)
+    selector: Mapped[str] = mapped_column(String(32), unique=True)
+    digest: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+class Account(Base):
+    """An instructor's or a TA's account for the dashboard."""
+
+    __tablename__ = "accounts"
+    username: Mapped[str] = mapped_column(String(100), primary_key=True)
+    role: Mapped[str] = mapped_column(String(20))
+    password: Mapped[str] = mapped_column(String(300))  # scrypt$n$r$p$salt$hash
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class WebSession(Base):
+    """A signed-in browser: a student (by token, or later by an LTI launch) or an account."""
+
+    __tablename__ = "web_sessions"
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of the cookie's value
+    student_id: Mapped[str | None] = mapped_column(ForeignKey("students.student_id"), nullable=True)
+    username: Mapped[str | None] = mapped_column(ForeignKey("accounts.username"), nullable=True)
+    via: Mapped[str] = mapped_column(String(20))  # token | password | lti
+    csrf: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    expires_at: Mapped[datetime] = mapped_column(DateTime, index=True)
+
+
+class Submission(Base):
+    """One handed-in notebook, its place in the queue and its one result."""
+
+    __tablename__ = "submissions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    student_id: Mapped[str] = mapped_column(ForeignKey("students.student_id"))
+    lab: Mapped[str] = mapped_column(String(100))
+    file_name: Mapped[str] = mapped_column(String(300))
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(Integer)
+    notebook: Mapped[bytes] = deferred(mapped_column(LargeBinary))
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    late: Mapped[bool] = mapped_column(Boolean, default=False)
+    status: Mapped[str] = mapped_column(String(20))  # queued | grading | graded | error
+    priority: Mapped[int] = mapped_column(Integer, default=0)  # 0: a student's; 1: a re-grade (after them)
+    # "<student>/<lab>" while a student's own submission waits or is graded, else NULL: the unique
+    # constraint lets one student have one submission of a lab in the queue at a time.
+    pending_key: Mapped[str | None] = mapped_column(String(320), nullable=True, unique=True)
+    # "<student>/<lab>" while it is graded: never two of one student's lab at once (re-grades included).
+    grading_key: Mapped[str | None] = mapped_column(String(320), nullable=True, unique=True)
+    claims: Mapped[int] = mapped_column(Integer, default=0)  # grading processes that took it (2 at most)
+    claimed_by: Mapped[str | None] = mapped_column(ForeignKey("graders.id"), nullable=True)
+    claimed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    worker_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    seconds: Mapped[float | None] = mapped_column(Float, nullable=True)  # grading time of the notebook
+    result: Mapped[str | None] = deferred(mapped_column(Text, nullable=True))  # GradeResult.to_json(), as JSON
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    regrades: Mapped[int] = mapped_column(Integer, default=0)
+
+    __table_args__ = (
+        Index("ix_submissions_queue", "status", "priority", "id"),
+        Index("ix_submissions_student_lab", "student_id", "lab", "created_at"),
+    )
+
+
+class Grader(Base):
+    """A grading process: where it runs, and when it was last seen (its heartbeat)."""
+
+    __tablename__ = "graders"
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    process_started: Mapped[float] = mapped_column(Float)  # the process's start time (a reused pid is another process)
+    kind: Mapped[str] = mapped_column(String(20))  # local | dask
+    workers: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(DateTime)
+    last_seen: Mapped[datetime] = mapped_column(DateTime)
+    ready: Mapped[bool] = mapped_column(Boolean, default=False)
+    stopped: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -1,0 +1,213 @@
+"""The durable queue: the submissions table is the queue, so a job survives anything but the database.
+
+A grading process *claims* a queued submission with one conditional ``UPDATE`` (only one claimer can
+win it, on SQLite and on PostgreSQL alike), grades it, and *finishes* it with another that writes
+its one result, only if it still holds the claim. A claim is counted: a job whose grading process
+died (killed, out of memory, the whole server killed) goes back to the queue once; lost a second
+time, it gets an error result (``worker_lost``). A dead claimer is recognised by its heartbeat, or,
+on the same machine, at once by its process being gone.
+"""
+from __future__ import annotations
+
+import json
+import socket
+from dataclasses import dataclass
+from datetime import timedelta
+
+import psutil
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.exc import IntegrityError
+
+from autograder.result import GRADED as GRADED_STATUS, WORKER_LOST, GradeResult
+from autograder.service.database import Database
+from autograder.service.models import ERROR, GRADED, GRADING, QUEUED, Grader, Submission
+from autograder.service.settings import now
+
+CLAIMS_ALLOWED = 2  # a job is graded at most twice: once, and once more if its grading process was lost
+LEASE = timedelta(seconds=60)  # a grader on another machine unseen this long is taken for dead
+
+
+@dataclass(frozen=True)
+class Job:
+    id: int
+    student_id: str
+    lab: str
+    file_name: str
+    notebook: bytes
+    claims: int  # this claim included
+
+
+def _key(student_id: str, lab: str) -> str:
+    return f"{student_id}/{lab}"
+
+
+def register(db: Database, grader_id: str, kind: str, workers: int) -> None:
+    """A grading process says it exists (not ready yet)."""
+    process = psutil.Process()
+    with db.writing() as session:
+        session.add(Grader(id=grader_id, host=socket.gethostname(), pid=process.pid, process_started=process.create_time(),
+                           kind=kind, workers=workers, started_at=now(), last_seen=now(), ready=False, stopped=False))
+
+
+def heartbeat(db: Database, grader_id: str, ready: bool = True) -> None:
+    with db.writing() as session:
+        session.execute(update(Grader).where(Grader.id == grader_id).values(last_seen=now(), ready=ready))
+
+
+def stopped(db: Database, grader_id: str) -> None:
+    with db.writing() as session:
+        session.execute(update(Grader).where(Grader.id == grader_id).values(stopped=True, ready=False))
+
+
+def alive(grader: Grader | None) -> bool:
+    """Is this grading process still there?"""
+    if grader is None or grader.stopped:
+        return False
+    if grader.host == socket.gethostname():
+        try:
+            return abs(psutil.Process(grader.pid).create_time() - grader.process_started) < 1e-3
+        except psutil.Error:
+            return False
+    return now() - grader.last_seen < LEASE
+
+
+def claim(db: Database, grader_id: str) -> Job | None:
+    """The next queued job (students' before re-grades, oldest first), now claimed by ``grader_id``."""
+    with db.reading() as session:
+        candidates = session.execute(select(Submission.id, Submission.student_id, Submission.lab)
+                                     .where(Submission.status == QUEUED)
+                                     .order_by(Submission.priority, Submission.id).limit(20)).all()
+    for job_id, student_id, lab in candidates:
+        try:
+            with db.writing() as session:
+                won = session.execute(
+                    update(Submission).where(Submission.id == job_id, Submission.status == QUEUED)
+                    .values(status=GRADING, claimed_by=grader_id, claimed_at=now(), claims=Submission.claims + 1,
+                            grading_key=_key(student_id, lab), worker_pid=None)).rowcount
+                if won:
+                    row = session.get(Submission, job_id, options=[])
+                    return Job(row.id, row.student_id, row.lab, row.file_name, row.notebook, row.claims)
+        except IntegrityError:  # this student's lab is being graded right now: the next candidate
+            continue
+    return None
+
+
+def set_worker(db: Database, job_id: int, pid: int | None) -> None:
+    """Which process grades the job (shown to instructors; tests kill it)."""
+    with db.writing() as session:
+        session.execute(update(Submission).where(Submission.id == job_id).values(worker_pid=pid))
+
+
+def _outcome(result: GradeResult) -> dict:
+    graded = result.status == GRADED_STATUS
+    return {"status": GRADED if graded else ERROR, "result": json.dumps(result.to_json()),
+            "score": result.score if graded else None, "max_score": result.max_score,
+            "error": None if graded else (result.message or result.status), "seconds": result.seconds,
+            "finished_at": now(), "pending_key": None, "grading_key": None, "worker_pid": None}
+
+
+def finish(db: Database, grader_id: str, job_id: int, result: GradeResult) -> bool:
+    """Record the job's one result, if ``grader_id`` still holds it. Returns whether it did."""
+    with db.writing() as session:
+        return bool(session.execute(update(Submission).where(
+            Submission.id == job_id, Submission.status == GRADING, Submission.claimed_by == grader_id)
+            .values(**_outcome(result))).rowcount)
+
+
+def lost_result(job: Job | Submission, reason: str) -> GradeResult:
+    return GradeResult(job.student_id, job.file_name, status=WORKER_LOST, lab=job.lab,
+                       message=f"grading this notebook stopped its grading process twice ({reason}); please tell your instructor")
+
+
+def lost(db: Database, grader_id: str, job: Job, reason: str) -> str:
+    """The job's grading process was lost: back to the queue if it had one claim, else its error result.
+    Returns ``queued`` or ``error``."""
+    if job.claims < CLAIMS_ALLOWED:
+        with db.writing() as session:
+            session.execute(update(Submission).where(
+                Submission.id == job.id, Submission.status == GRADING, Submission.claimed_by == grader_id)
+                .values(status=QUEUED, claimed_by=None, grading_key=None, worker_pid=None))
+        return QUEUED
+    finish(db, grader_id, job.id, lost_result(job, reason))
+    return ERROR
+
+
+def give_back(db: Database, grader_id: str, job_id: int) -> None:
+    """Return a claimed job to the queue without counting the claim (the grader stops, not the job's fault)."""
+    with db.writing() as session:
+        session.execute(update(Submission).where(
+            Submission.id == job_id, Submission.status == GRADING, Submission.claimed_by == grader_id)
+            .values(status=QUEUED, claimed_by=None, grading_key=None, worker_pid=None, claims=Submission.claims - 1))
+
+
+def recover_orphans(db: Database) -> list[tuple[int, str]]:
+    """Jobs claimed by a grading process that is gone: queued again, or given their error result if
+    that was their second claim. Returns (job id, what became of it)."""
+    with db.reading() as session:
+        claimed = session.execute(select(Submission.id, Submission.claimed_by, Submission.claims)
+                                  .where(Submission.status == GRADING)).all()
+        graders = {grader.id: grader for grader in session.scalars(
+            select(Grader).where(Grader.id.in_({claimer for _, claimer, _ in claimed if claimer})))}
+    done = []
+    for job_id, claimer, claims in claimed:
+        if alive(graders.get(claimer)):
+            continue
+        with db.writing() as session:
+            row = session.get(Submission, job_id)
+            if row is None or row.status != GRADING or row.claimed_by != claimer:
+                continue
+            if claims < CLAIMS_ALLOWED:
+                row.status, row.claimed_by, row.grading_key, row.worker_pid = QUEUED, None, None, None
+                done.append((job_id, QUEUED))
+            else:
+                for name, value in _outcome(lost_result(row, "its grading process ended")).items():
+                    setattr(row, name, value)
+                done.append((job_id, ERROR))
+    with db.writing() as session:  # graders known dead are marked so
+        for claimer, grader in graders.items():
+            if not alive(grader) and not grader.stopped:
+                grader.stopped = True
+                session.merge(grader)
+    return done
+
+
+def position(session, submission: Submission) -> int:
+    """1 for the next job to be graded, 0 once it is being graded (or done)."""
+    if submission.status != QUEUED:
+        return 0
+    ahead = session.scalar(select(func.count()).select_from(Submission).where(
+        Submission.status == QUEUED,
+        (Submission.priority < submission.priority)
+        | and_(Submission.priority == submission.priority, Submission.id < submission.id)))
+    return int(ahead) + 1
+
+
+def graders_ready(session) -> list[Grader]:
+    """Grading processes that are ready and were seen in the last 15 seconds."""
+    recent = now() - timedelta(seconds=15)
+    return list(session.scalars(select(Grader).where(Grader.ready.is_(True), Grader.stopped.is_(False),
+                                                     Grader.last_seen >= recent)))
+
+
+def regrade(db: Database, student_id: str | None = None, lab: str | None = None) -> int:
+    """Queue finished submissions again (of a student, of a lab), after students' own submissions;
+    each keeps its id and gets one new result. Returns how many."""
+    if student_id is None and lab is None:
+        raise ValueError("re-grade a student or a lab")
+    with db.writing() as session:
+        query = update(Submission).where(Submission.status.in_((GRADED, ERROR)))
+        if student_id is not None:
+            query = query.where(Submission.student_id == student_id)
+        if lab is not None:
+            query = query.where(Submission.lab == lab)
+        return session.execute(query.values(
+            status=QUEUED, priority=1, claims=0, claimed_by=None, claimed_at=None, result=None, score=None, error=None,
+            finished_at=None, seconds=None, regrades=Submission.regrades + 1)).rowcount
+
+
+def stats(session) -> dict:
+    """The queue's length, and how old its oldest job is."""
+    counts = dict(session.execute(select(Submission.status, func.count()).group_by(Submission.status)).all())
+    oldest = session.scalar(select(func.min(Submission.created_at)).where(Submission.status == QUEUED))
+    return {"queued": counts.get(QUEUED, 0), "grading": counts.get(GRADING, 0), "graded": counts.get(GRADED, 0),
+            "error": counts.get(ERROR, 0), "oldest": (now() - oldest).total_seconds() if oldest else None}

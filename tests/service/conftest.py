@@ -1,0 +1,25 @@
+"""One grading service for the tests of this folder (``service_helpers.py``), started once per test
+process (``--dist loadfile`` may give the files to two processes: two servers)."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from service_helpers import make_service
+
+
+@pytest.fixture(scope="session")
+def service(tmp_path_factory):
+    """The shared server: 2 grading processes, 3 submissions per lab per hour, a 1 MB upload cap, and
+    deadlines: gpt2_bpe past and refused, ny_constitution past and marked, toy_bpe next year."""
+    folder = tmp_path_factory.mktemp("service")
+    deadlines = folder / "deadlines.csv"
+    deadlines.write_text("lab,deadline,late\ngpt2_bpe,2020-01-01T00:00:00Z,refuse\n"
+                         "ny_constitution,2020-01-01T00:00:00+02:00,mark\n", encoding="utf-8")
+    next_year = time.gmtime().tm_year + 1
+    server = make_service(folder, "--workers", "2", "--rate", "3/hour", "--max-upload-mb", "1",
+                          "--deadlines", str(deadlines), "--deadline", f"toy_bpe={next_year}-01-01T00:00:00Z")
+    server.start()
+    yield server
+    server.stop()

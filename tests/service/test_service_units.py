@@ -1,0 +1,102 @@
+"""Small parts of the service on synthetic data: the counted attempt, the results as GradeResults
+(what an LMS export reads), settings, the examples' roster, the commands' one-line mistakes, and
+grading on a Dask cluster (a real local one, on loopback)."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from autograder.result import GradeResult, PartScore
+from autograder.service.database import Database
+from autograder.service.models import Student, Submission
+from autograder.service.results import counted_attempts, counted_results
+from autograder.service.settings import now, parse_deadline, parse_rate
+from bpe_labs import ROOT
+from bpe_labs.examples import load_cases
+from service_helpers import EXAMPLES, command, free_port, make_service, upload, wait_result
+
+
+def _row(number, student, score, minutes, status="graded", late=False):
+    result = GradeResult(student, "x.ipynb", status="graded" if status == "graded" else "worker_lost", lab="toy_bpe",
+                         score=score, max_score=11.0, parts={"merge": PartScore("merge", score, 11.0)})
+    return Submission(id=number, student_id=student, lab="toy_bpe", file_name="x.ipynb", sha256="0" * 64, size=1,
+                      notebook=b"{}", created_at=now() - timedelta(minutes=minutes), status=status, score=score,
+                      max_score=11.0, late=late, result=json.dumps(result.to_json()), claims=1, regrades=0, priority=0)
+
+
+def test_the_counted_attempt_is_the_last_graded_or_the_best():
+    rows = [_row(1, "a", 9.0, 30), _row(2, "a", 11.0, 20), _row(3, "a", 5.0, 10), _row(4, "a", 0, 5, status="error"),
+            _row(5, "b", 7.0, 40), _row(6, "b", 7.0, 30)]
+    last = counted_attempts(rows, "last")
+    best = counted_attempts(rows, "best")
+    assert last[("a", "toy_bpe")].id == 3 and best[("a", "toy_bpe")].id == 2  # an error never counts
+    assert last[("b", "toy_bpe")].id == 6 and best[("b", "toy_bpe")].id == 6  # equal scores: the later one
+    with pytest.raises(ValueError):
+        counted_attempts(rows, "first")
+
+
+def test_counted_results_are_grade_results_for_an_export(tmp_path):
+    db = Database(str(tmp_path / "service.db"))
+    db.migrate()
+    with db.writing() as session:
+        session.add_all([Student(student_id=s, added_at=now()) for s in ("a", "b")])
+        session.flush()
+        session.add_all([_row(1, "a", 9.0, 30), _row(2, "a", 11.0, 20, late=True), _row(3, "b", 4.0, 5)])
+    results = counted_results(str(tmp_path / "service.db"), counted="best")
+    db.close()
+    assert [type(r) for r in results] == [GradeResult, GradeResult]
+    assert [(r.student_id, r.score, r.identity) for r in results] == [("a", 11.0, "late submission"), ("b", 4.0, "")]
+    assert results[0].parts["merge"].score == 11.0
+
+
+def test_settings_read_rates_and_deadlines_or_say_what_is_wrong():
+    assert parse_rate("10/hour") == (10, 3600.0) and parse_rate("2/30min") == (2, 1800.0)
+    for wrong in ("ten", "10/fortnight", "-1/hour"):
+        with pytest.raises(ValueError, match="N/WINDOW"):
+            parse_rate(wrong)
+    lab, deadline = parse_deadline("toy_bpe=2026-12-01T23:59:00-05:00", "refuse")
+    assert (lab, deadline.due.isoformat(), deadline.late) == ("toy_bpe", "2026-12-02T04:59:00", "refuse")
+    with pytest.raises(ValueError, match="ISO 8601"):
+        parse_deadline("toy_bpe=next friday")
+
+
+def test_the_examples_roster_lists_every_example():
+    listed = (ROOT / "examples" / "roster.csv").read_text(encoding="utf-8").splitlines()
+    assert listed[0] == "student_id,name,email"
+    assert [line.split(",")[0] for line in listed[1:]] == [case["id"] for case in load_cases()], \
+        "examples/roster.csv is stale: run `python -m autograder examples`"
+
+
+@pytest.mark.parametrize("args, said", [
+    (["serve", "--deadline", "toy_bpe=soon"], "is not an ISO 8601 date"),
+    (["serve", "--deadline", "no_such_lab=2026-01-01T00:00Z"], "no lab no_such_lab"),
+    (["serve", "--rate", "lots"], "a rate is N/WINDOW"),
+    (["serve", "--roster", "/no/such/roster.csv"], "the roster could not be read"),
+    (["serve", "--scheduler", "tcp://192.0.2.7:8786"], "TLS"),
+    (["tokens", "--reissue", "nobody"], "no student 'nobody'"),
+    (["accounts", "add", "x", "--password-stdin"], "at least 10 characters"),
+])
+def test_a_mistake_gets_one_line_and_exit_code_2(tmp_path, args, said):
+    done = command(*args, "--db", str(tmp_path / "x.db"), stdin="short\n", timeout=60)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert said in done.stderr and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_grading_on_a_dask_cluster(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None, scheduler_port=free_port()) as cluster:
+        server = make_service(tmp_path / "dask", "--scheduler", cluster.scheduler_address, students=["d001"])
+        server.start()
+        try:
+            with server.client("d001") as client:
+                queued = upload(client, EXAMPLES / "toy-merge-overlaps.ipynb")
+                assert queued.status_code == 202, queued.text
+                result = wait_result(client, queued.json()["id"])
+        finally:
+            server.stop()
+    assert result["status"] == "graded" and result["score"] == 9
+    assert "1 dask slot(s)" in server.log.read_text(encoding="utf-8")
