@@ -4,7 +4,7 @@ never returns included: no signal or timer inside the process could cut it short
 
 Everything done for one file counts: intake, the kernels, decoding the kernel's replies, the hidden
 tests' comparisons, redaction and the result. The watchdog allows the file ``--notebook-timeout``
-plus :data:`GRACE_SECONDS` (what ends the last request: an interrupt's grace, a kernel's shutdown),
+plus a grace (:func:`hard_seconds`: what ends the last request, 12 s with the default limits),
 then ends the grading process with every process it started, and the file gets an ``out_of_time``
 row. Used by every grader: local workers (``batch.py``), ``--workers 0``, Gradescope's runner and
 each Dask worker (:func:`grade_within_time`).
@@ -20,8 +20,11 @@ GRACE_SECONDS = 10.0
 
 
 def hard_seconds(settings: Settings) -> float:
-    """How long the watchdog lets one file's grading process work before it ends it."""
-    return settings.limits.notebook_seconds + GRACE_SECONDS
+    """How long the watchdog lets one file's grading process work before it ends it: the file's
+    time, then what an honest grading may still need to end its last request (an interrupt's
+    grace, a drain of the output, a shutdown), at least :data:`GRACE_SECONDS`."""
+    limits = settings.limits
+    return limits.notebook_seconds + max(GRACE_SECONDS, limits.interrupt_grace_seconds + limits.drain_seconds + 5)
 
 
 def out_of_time_row(args: tuple, seconds: float) -> GradeResult:

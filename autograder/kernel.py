@@ -111,8 +111,8 @@ def isolation_status() -> str:
         return _fence("this Linux kernel has no Landlock")
     try:
         applied = _probe(f"landlock-abi{abi}")
-    except (KernelDied, CallTimeout, OSError) as failed:
-        return _fence(f"the boundary could not be built: {_one_line(str(failed))}")
+    except Exception as failed:  # KernelDied, CallTimeout, OSError, zmq's errors (a socket path too long)...
+        return _fence(f"the boundary could not be built: {_one_line(f'{type(failed).__name__}: {failed}')}")
     if not applied.startswith("landlock"):
         return _fence(f"the boundary could not be built: the probe kernel said {applied!r}")
     cgroups = isolation.create_kernel_cgroups(f"bpe-probe-{os.getpid()}", 1 << 30, 64)
@@ -135,7 +135,7 @@ def _fence(why: str) -> str:
         return f"fence ({why}; no uid of its own: {closed} is closed to other users)"
     try:
         applied = _probe("fence+uid")
-    except (KernelDied, CallTimeout, OSError) as failed:
+    except Exception as failed:
         return f"fence ({why}; no uid of its own: {_one_line(str(failed), 200)})"
     return f"{applied} ({why})" if applied == "fence+uid" else f"fence ({why})"
 
@@ -192,27 +192,52 @@ def _python_and_system_folders() -> list[Path]:
     return sorted(folder for folder in folders if folder.exists())
 
 
-def import_folders(path: list[str] | None = None) -> list[Path]:
-    """The folders on ``sys.path`` a kernel needs to import what this interpreter imports: the user
-    site (``pip install --user``), ``PYTHONPATH`` (``pip install --target``), folders ``.pth``
-    files add. Left out: folders inside the course or another private folder, and folders that
-    hold a copy of the course (a checkout, or its parent folder), unless they are an
-    installation's site folder, where the private packages are left out one by one (see
+def import_folders() -> list[Path]:
+    """The folders a kernel needs, besides the Python installation, to import what this interpreter
+    imports: ``PYTHONPATH`` (``pip install --target``), the site folders and the user site (``pip
+    install --user``), and the folders their ``.pth`` files add. Never the folder of the script or
+    the current folder (``sys.path[0]``: a course checkout, the instructor's working folder), nor a
+    folder inside or above the course's files or another private folder (a checkout, its parent
+    folder, its tests), unless it is a site folder (``site-packages``: a virtual environment inside
+    a checkout, or one the kit is installed in, whose private packages are left out one by one:
     ``isolation.rules_excluding``)."""
-    course = current()
-    private = [folder.resolve() for folder in (*course.private_folders(), PACKAGE_DIR)]
+    import site
+
+    sites = list(site.getsitepackages()) + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    candidates = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry] + sites
+    for folder in sites:
+        candidates += _pth_folders(Path(folder))
+    private = [folder.resolve() for folder in (*current().private_folders(), PACKAGE_DIR)]
     found: list[Path] = []
-    for entry in sys.path if path is None else path:
-        if not entry or not os.path.isabs(entry) or not os.path.exists(entry):
+    for entry in candidates:
+        if not os.path.isabs(entry) or not os.path.exists(entry):
             continue
         folder = Path(entry).resolve()
-        if any(folder == p or folder.is_relative_to(p) for p in private):
-            continue
-        holds_private = any(p.is_relative_to(folder) for p in private)
-        if holds_private and folder.name not in ("site-packages", "dist-packages"):
+        # A site folder is an installation (a virtual environment may well live inside a checkout);
+        # any other folder near the course's files may be a copy of them.
+        site_folder = folder.name in ("site-packages", "dist-packages")
+        near_private = any(folder.is_relative_to(p) or p.is_relative_to(folder) for p in private)
+        if near_private and not (site_folder and folder not in private):
             continue
         found.append(folder)
     return list(dict.fromkeys(found))
+
+
+def _pth_folders(site_folder: Path) -> list[str]:
+    """The folders the ``.pth`` files of a site folder add to ``sys.path`` (as ``site`` reads them)."""
+    folders = []
+    try:
+        files = sorted(site_folder.glob("*.pth"))
+    except OSError:
+        return folders
+    for pth in files:
+        try:
+            lines = pth.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        folders += [str(site_folder / line.rstrip()) for line in lines
+                    if line.strip() and not line.startswith(("#", "import ", "import\t"))]
+    return folders
 
 
 def python_environment() -> dict[str, str]:

@@ -7,11 +7,11 @@ process removes its own folders when it is done with them; a grading process tha
 cannot, so :func:`sweep` (run by every batch, and after a grading process is killed) removes the
 folders whose owner is no longer running.
 
-    >>> name = folder_name("kernel", 4242, 1234567)
+    >>> name = folder_name("kernel", 4242, 179567594040)
     >>> name
-    'bpe-kernel-4242.1234567-'
+    'bpe-kernel-4242.2ahpwqbc-'
     >>> owner_of(name + "x1y2")
-    (4242, 1234567)
+    (4242, 179567594040)
     >>> owner_of("bpe-zygote-abc") is None
     True
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 PREFIX = "bpe-"
-_OWNED = re.compile(r"^bpe-[a-z]+-(\d+)\.(\d+)-")
+_OWNED = re.compile(r"^bpe-[a-z]+-(\d+)\.([0-9a-z]+)-")
 
 
 def _start_of(pid: int) -> int | None:
@@ -40,13 +40,24 @@ def _start_of(pid: int) -> int | None:
 
 
 def folder_name(kind: str, pid: int, start: int) -> str:
-    return f"{PREFIX}{kind}-{pid}.{start}-"
+    """The start of the name of a folder of process ``pid`` (its start time in base 36: kernels'
+    socket paths, beneath it, must stay within the 107 bytes of a Unix socket's address)."""
+    return f"{PREFIX}{kind}-{pid}.{_base36(start)}-"
+
+
+def _base36(number: int) -> str:
+    digits = ""
+    while True:
+        number, digit = divmod(number, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
+        if not number:
+            return digits
 
 
 def owner_of(name: str) -> tuple[int, int] | None:
     """(pid, start time) of the process that made the folder ``name``; None for a name of another form."""
     found = _OWNED.match(name)
-    return (int(found.group(1)), int(found.group(2))) if found else None
+    return (int(found.group(1)), int(found.group(2), 36)) if found else None
 
 
 _own: tuple[int, int] | None = None
