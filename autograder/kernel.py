@@ -564,7 +564,7 @@ class KernelSession:
         if self.data_dir:
             env[course.data_variable] = str(self.data_dir)
         course_data = course.data
-        allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), course_data]
+        allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), course_data, *import_folders()]
         if self.data_dir:
             allowed.append(self.data_dir)
         env.update(python_environment())
@@ -634,8 +634,12 @@ class KernelSession:
             lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
         except OSError:
             return ""
-        words = " | ".join(lines[-6:])
-        return f"; the kernel's last words: {''.join(c if c.isprintable() else '?' for c in words)[-600:]}" if words else ""
+        if not lines:
+            return ""
+        shown = lambda text: "".join(c if c.isprintable() else "?" for c in text)  # noqa: E731
+        before = " | ".join(lines[-6:-1])
+        return (f"; the kernel's last words: {shown(lines[-1])[:300]}"
+                + (f" (before that: {shown(before)[-300:]})" if before else ""))
 
     def _install_codec(self) -> None:
         code = (f"import sys as _s, types as _t\n_m = _t.ModuleType({CODEC_MODULE!r})\n"

@@ -39,6 +39,11 @@ def _inside(path, roots):
     return any(path == root or path.startswith(root + os.sep) for root in roots)
 
 
+def _deepest(path, roots):
+    """The length of the longest of ``roots`` that holds ``path`` (0: none does)."""
+    return max((len(root) for root in roots if path == root or path.startswith(root + os.sep)), default=0)
+
+
 def install_fence(settings):
     """The Python-level fence: a memory cap and an audit hook (``sys.addaudithook`` cannot be removed)."""
     memory = int(settings["memory_bytes"])
@@ -59,7 +64,8 @@ def install_fence(settings):
             if isinstance(target, bytes):
                 target = os.fsdecode(target)
             path = os.path.realpath(os.path.join(os.getcwd(), os.fspath(target)))
-            if _inside(path, denied) and not _inside(path, allowed):
+            # the nearer folder decides: the course inside an allowed installation stays denied
+            if _deepest(path, denied) > _deepest(path, allowed):
                 refuse(f"{event} {target}")
             if path.startswith("/proc/") and not path.startswith(("/proc/self", f"/proc/{own_pid}")):
                 refuse(f"{event} {target}")
