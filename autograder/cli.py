@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None, course: Course | str | None = None, prog
     grade.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
                        help="notebooks graded at once on this machine, each in a grading process of its own "
                             "(default: twice the cores, as about a quarter of grading is waiting; see "
-                            "benchmarks/profile_grading.md); 0 grades in this process (for debugging)")
+                            "benchmarks/profile_grading.md); 0 is 1: one file at a time")
     grade.add_argument("--roster", help="CSV mapping LMS export names or user ids to student ids "
                                         "(columns: student_id, and any of user_id, name, login, email)")
     grade.add_argument("--scheduler", help="grade on a Dask cluster: the scheduler's address (tls://host:8786)")
