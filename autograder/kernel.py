@@ -193,6 +193,11 @@ def _python_and_system_folders() -> list[Path]:
 
 
 def import_folders() -> list[Path]:
+    return list(_import_folders(os.environ.get("PYTHONPATH", ""), current().spec))
+
+
+@functools.lru_cache(maxsize=8)
+def _import_folders(python_path: str, course_spec: str) -> tuple[Path, ...]:
     """The folders a kernel needs, besides the Python installation, to import what this interpreter
     imports: ``PYTHONPATH`` (``pip install --target``), the site folders and the user site (``pip
     install --user``), and the folders their ``.pth`` files add. Never the folder of the script or
@@ -204,7 +209,7 @@ def import_folders() -> list[Path]:
     import site
 
     sites = list(site.getsitepackages()) + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
-    candidates = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry] + sites
+    candidates = [entry for entry in python_path.split(os.pathsep) if entry] + sites
     for folder in sites:
         candidates += _pth_folders(Path(folder))
     private = [folder.resolve() for folder in (*current().private_folders(), PACKAGE_DIR)]
@@ -220,7 +225,7 @@ def import_folders() -> list[Path]:
         if near_private and not (site_folder and folder not in private):
             continue
         found.append(folder)
-    return list(dict.fromkeys(found))
+    return tuple(dict.fromkeys(found))
 
 
 def _pth_folders(site_folder: Path) -> list[str]:

@@ -128,7 +128,7 @@ def enter_boundary(settings, parent_alive_fd):
         missing.append(f"no seccomp: {error.strerror or error}")
     abi = iso.restrict_filesystem_and_network(landlock_rules(settings, own_proc))
     os.chdir(workdir)
-    applied = [f"landlock-abi{abi}", "seccomp" if not missing and _seccomp_mode() == 2 else "", "netns", "pidns",
+    applied = [f"landlock-abi{abi}", "seccomp" if not missing and _seccomp_mode() in (2, None) else "", "netns", "pidns",
                "uid" if uid is not None else "userns"]
     return "+".join(part for part in applied if part) + (f" ({'; '.join(missing)})" if missing else "")
 

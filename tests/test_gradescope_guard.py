@@ -131,7 +131,7 @@ def test_reading_the_solutions_through_libc_earns_nothing_in_either_mode(isolati
     solutions = root / "source" / "solutions" / "toy_bpe.ipynb"
     (root / "submission" / "toy_bpe.ipynb").write_bytes(stealing_notebook(solutions))
     extra = {"AUTOGRADER_ISOLATION": "fence"} if isolation == "fence" else {}
-    run = run_autograder(root, venv=open_venv or Path(sys.prefix), **extra)
+    run = run_autograder(root, venv=open_venv if isolation == "fence" else Path(sys.prefix), **extra)
     results = results_of(root)
     assert run.returncode == 0, run.stdout[-3000:]
     isolation_line = next(line for line in run.stdout.splitlines() if "kernel isolation:" in line)
