@@ -11,6 +11,7 @@ each Dask worker (:func:`grade_within_time`).
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.grade import Settings, error_result, grade_file
@@ -30,9 +31,10 @@ def hard_seconds(settings: Settings) -> float:
 def out_of_time_row(args: tuple, seconds: float) -> GradeResult:
     path, student = args[0], args[1]
     settings: Settings = args[2]
-    return error_result(Path(path), student, OUT_OF_TIME,
-                        f"grading this file did not end within its time limit (--notebook-timeout "
-                        f"{settings.limits.notebook_seconds:g} s, ended at {seconds:g} s): nothing of it is graded")
+    row = error_result(Path(path), student, OUT_OF_TIME,
+                       f"grading this file did not end within its time limit (--notebook-timeout "
+                       f"{settings.limits.notebook_seconds:g} s, ended at {seconds:g} s): nothing of it is graded")
+    return replace(row, seconds=round(seconds, 3))
 
 
 def lost_row(args: tuple, reason: str) -> GradeResult:
