@@ -230,7 +230,8 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
     if scheduler:
         runner = _run_dask(pending, settings, scheduler, security)
     else:
-        isolation_status()  # probed once here (a real kernel): the grading processes forked below inherit it
+        if pending:
+            isolation_status()  # probed once here (a real kernel): the grading processes forked below inherit it
         runner = _run_local(pending, settings, max(workers, 1))
     bar = tqdm(total=len(pending), desc="grading", unit="nb", disable=not progress, file=sys.stderr)
     if len(pending) < len(jobs):
