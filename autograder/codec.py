@@ -99,9 +99,11 @@ MAX_SAME_HASH = 16
 # The work decode may do beyond building the values: hashing and comparing items, counted in values.
 MAX_CHECK_WORK = 8 * MAX_NODES
 _HASHED = (int, float, str, bytes, bool, type(None), tuple, frozenset)
+_SMALL = (int, bool)
+_MODULUS = 2**61 - 1  # sys.hash_info.modulus on 64-bit builds
 # Whose hashes a kernel can choose: strings and bytes hash with a key of this process's own, unless
 # hash randomization is off (PYTHONHASHSEED=0).
-_PREDICTABLE = _HASHED if not sys.flags.hash_randomization else (int, float, bool, type(None), tuple, frozenset)
+_PREDICTABLE = _HASHED if not sys.flags.hash_randomization else (int, float, tuple, frozenset)
 
 
 class Pathological(ValueError):
@@ -139,7 +141,10 @@ def _check_hashes(items: list, nodes: int, what: str, budget: list) -> None:
     if budget[1] < 0:
         raise Pathological("too much work to check")
     try:
-        hashes = [hash(item) if type(item) in _PREDICTABLE else None for item in items]
+        # Distinct ints below 2**61 - 1 in size never share a hash (but -1 and -2), nor do True,
+        # False and None: only the rest is hashed (a corpus's counts cost nothing here).
+        hashes = [hash(item) if type(item) in _PREDICTABLE and not (type(item) in _SMALL and -_MODULUS < item < _MODULUS)
+                  else None for item in items]
     except TypeError:  # a tuple holding a list: never a set item or a dict key, nor hashed by anyone
         return
     # Safe to count: equal hashes are equal keys here, and at most 8 distinct 64-bit hashes share a hash.
