@@ -13,10 +13,13 @@ recorded; if they changed, the batch stops (course.py).
 """
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
+import signal
 import sys
+import threading
 import tempfile
 import traceback
 from collections import defaultdict
@@ -26,7 +29,10 @@ from urllib.parse import urlparse
 
 from autograder.folder import NOTEBOOK, SPECIAL, NothingToGrade, check_something_to_grade, folder_to_grade
 from autograder.guard import CourseChanged, CourseGuard, course_files
+from autograder import tempdirs
+from autograder.deadline import grade_within_time, hard_seconds, lost_row, out_of_time_row
 from autograder.grade import Settings, error_result, grade_file
+from autograder.kernel import isolation_status
 from autograder.identity import Roster
 from autograder.intake import file_sha256, find_submissions, read_submission
 from autograder.ledger import Rows, all_rows, stored_results
@@ -126,20 +132,11 @@ def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tupl
     return sorted(to_grade), rows, lab_ids
 
 
-def _lost_row(args: tuple, reason: str) -> GradeResult:
-    path, student, _ = args
-    return error_result(path, student, WORKER_LOST, f"grading this file stopped its grader: {reason}")
-
-
-def _run_inline(jobs, settings: Settings):
-    """In this process (``--workers 0``): for debugging; a file that kills its grader ends the batch."""
-    for path, student in jobs:
-        yield grade_file(path, student, settings)
-
-
 def _run_local(jobs, settings: Settings, workers: int):
-    pool = WorkerPool(grade_file, workers, on_lost=_lost_row,
-                      budget=settings.limits.notebook_seconds + 120, memory_bytes=settings.worker_memory_bytes)
+    """``workers`` grading processes (``--workers 0``: one, as ``--workers 1``), each file ended from
+    outside when its time is up (deadline.py)."""
+    pool = WorkerPool(grade_file, workers, on_lost=lost_row, budget=hard_seconds(settings),
+                      memory_bytes=settings.worker_memory_bytes, on_timeout=out_of_time_row)
     for _, result in pool.run([(path, student, settings) for path, student in jobs]):
         yield result
 
@@ -189,7 +186,7 @@ def _run_dask(jobs, settings: Settings, scheduler: str, security=None):
         raise SchedulerUnreachable(f"the Dask scheduler at {scheduler} could not be reached ({error}): start it, or "
                                    "check --scheduler and the TLS options; results recorded so far are kept") from None
     with client:
-        futures = {client.submit(grade_file, path, student, settings, pure=False, retries=1): (path, student)
+        futures = {client.submit(grade_within_time, path, student, settings, pure=False, retries=1): (path, student)
                    for path, student in jobs}
         for future in dask_completed(futures):
             try:
@@ -224,12 +221,40 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     one per entry, the earlier batches' rows the gradebook still holds, and with ``roster`` a
     ``missing`` row per roster student and lab without one (ledger.py).
 
-    ``workers`` local grading processes (0: in this process), or a Dask cluster at ``scheduler``
-    reached with ``security`` (see :func:`dask_security`). Raises :class:`NothingToGrade` (a missing
-    or empty folder, no notebook in it) and :class:`OutNotAFolder` before anything is written;
-    :class:`CourseChanged` if a course file changes while grading, and :class:`Interrupted` on
-    Ctrl-C: results recorded until then stay, and a rerun resumes.
+    ``workers`` local grading processes (0: one, as 1: every file's time is held from outside its
+    grading process, see deadline.py), or a Dask cluster at ``scheduler`` reached with ``security``
+    (see :func:`dask_security`). Raises :class:`NothingToGrade` (a missing or empty folder, no
+    notebook in it) and :class:`OutNotAFolder` before anything is written; :class:`CourseChanged` if a
+    course file changes while grading, and :class:`Interrupted` on Ctrl-C or SIGTERM: results
+    recorded until then stay, and a rerun resumes.
     """
+    with _ending_on_sigterm():
+        return _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_path, progress, roster,
+                             security, course)
+
+
+@contextlib.contextmanager
+def _ending_on_sigterm():
+    """SIGTERM ends a batch as Ctrl-C does (KeyboardInterrupt), so that its workers, their kernels and
+    temporary folders are ended and removed on the way out, and swept before and after."""
+    tempdirs.sweep()
+    tempdirs.sweep_cgroups()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        def interrupt(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        tempdirs.sweep()
+
+
+def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_path, progress, roster, security,
+                  course) -> Rows:
     from tqdm.auto import tqdm
 
     from autograder import gradebook, report
@@ -276,10 +301,10 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     expected = len(results) + len(pending)
     if scheduler:
         runner = _run_dask(pending, settings, scheduler, security)
-    elif workers <= 0:
-        runner = _run_inline(pending, settings)
     else:
-        runner = _run_local(pending, settings, workers)
+        if pending:
+            isolation_status()  # probed once here (a real kernel): the grading processes forked below inherit it
+        runner = _run_local(pending, settings, max(workers, 1))
     bar = tqdm(total=len(pending), desc="grading", unit="nb", disable=not progress, file=sys.stderr)
     if note:
         bar.write(terminal(note), file=sys.stderr)

@@ -153,7 +153,7 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
     grade.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
                        help="notebooks graded at once on this machine, each in a grading process of its own "
                             "(default: twice the cores, %(default)s here, as about a quarter of grading is waiting; "
-                            "see benchmarks/profile_grading.md); 0 grades in this process (for debugging)")
+                            "see benchmarks/profile_grading.md); 0 is 1: one file at a time")
     grade.add_argument("--roster", help="CSV mapping LMS export names or user ids to student ids (columns: "
                                         "student_id, and any of user_id, name, login, email); every roster student "
                                         "then has a row for every lab the batch grades (missing if nothing came)")

@@ -17,12 +17,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from autograder import tempdirs
 from autograder.check import ALL_PASSED, hidden_test_names, run_part
 from autograder.course import current
 from autograder.intake import read_submission
@@ -212,7 +212,7 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
     shown = program + [step for step in repaired.program[len(program):] if step.kind != "given"]
     graded: dict[str, dict] = {}
     visible: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="bpe-grade-") as workdir:
+    with tempdirs.folder("grade") as workdir:
         result["kernels"] = 1
         if not settings.feedback_kernel:  # --one-kernel: shown is only what ran before the first hidden input
             graded, sent, restarts, result["isolation"] = _graded_at_place(

@@ -29,6 +29,12 @@ STATUSES = frozenset({GRADED, GRADER_ERROR, WORKER_LOST, EMPTY, INVALID_JSON, NO
                       TOO_LARGE, DUPLICATE, NOT_ON_ROSTER, NO_NOTEBOOK, NOT_A_REGULAR_FILE, MISSING})
 
 
+# Everything done for the file (decoding, checking, reports included) was still running when
+# --notebook-timeout (and a short grace) was up: its grading process was ended from outside.
+OUT_OF_TIME = "out_of_time"
+STATUSES = STATUSES | {OUT_OF_TIME}
+
+
 class MalformedResult(ValueError):
     """JSON data that is not a grading result (a damaged or foreign results file)."""
 
