@@ -241,12 +241,12 @@ def tiktoken_encoding(vocab: Vocab, special_tokens: list[str], pattern: str = GP
 
 
 def tiktoken_gpt2_from_files(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike):
-    """tiktoken's own ``gpt2`` encoding, built from local copies of GPT-2's two files by tiktoken's own
-    loader (``tiktoken_ext.openai_public.gpt2`` without the download; tiktoken's file cache is off,
-    since it keys files by path alone)."""
+    """tiktoken's ``gpt2`` encoding, built from local copies of GPT-2's two files by tiktoken's own loader
+    (``tiktoken_ext.openai_public.gpt2`` without the download, with GPT-2's pattern as CS336 writes it, which
+    tiktoken's ``r50k_pat_str`` says it is equivalent to; tiktoken's file cache is off, since it keys
+    files by path alone)."""
     import tiktoken
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks
-    from tiktoken_ext.openai_public import ENDOFTEXT, r50k_pat_str
 
     saved = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = ""
@@ -257,8 +257,8 @@ def tiktoken_gpt2_from_files(encoder_json: str | os.PathLike, vocab_bpe: str | o
             del os.environ["TIKTOKEN_CACHE_DIR"]
         else:
             os.environ["TIKTOKEN_CACHE_DIR"] = saved
-    return tiktoken.Encoding(name="gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
-                             special_tokens={ENDOFTEXT: len(ranks)})
+    return tiktoken.Encoding(name="gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
+                             special_tokens={"<|endoftext|>": len(ranks)})
 
 
 def stream_requirements(lines: list[str], special_tokens: list[str]) -> list[int]:
