@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 EXAMPLES = REPO / "examples" / "submissions"
 
 from autograder.resume import unsigned  # noqa: E402
-LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast"]  # examples/submissions/<name>-correct.ipynb
+LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast", "tok"]  # examples/submissions/<name>-correct.ipynb
 
 
 def grade_alone(notebook: Path, scratch: Path) -> dict:
