@@ -38,10 +38,6 @@ from bpe_labs.reference.fast_trainer import train_byte_level_bpe
 from bpe_labs.reference.pretokenize import GPT2_PATTERN, split_gpt2
 from bpe_labs.reference.pretokenize import split_on_special_tokens as split_on_special
 
-# GPT-4's split pattern (tiktoken's cl100k_base), shown in the lab beside GPT-2's: contractions in any
-# case, digits in groups of at most three, a newline kept with the spaces before it.
-GPT4_PATTERN = (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-                r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s""")
 GPT2_VERSION_LINE = "#version: 0.2"  # the first line of GPT-2's merges file
 
 Vocab = dict[int, bytes]
