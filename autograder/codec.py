@@ -335,14 +335,27 @@ def fetch(namespace, name):
 _SNAPSHOTS = {}
 
 
+# The instructions that name a global: not attribute names, which share ``co_names`` with them
+# (``text.encode(...)`` reads no global ``encode``).
+_GLOBAL_ACCESS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"})
+
+
 def _global_names(function):
-    """The global names a notebook function reads (its code and nested code), its defaults' ids."""
+    """The global names a notebook function reads or binds (its code and nested code).
+
+    >>> def f(text):
+    ...     return text.encode("utf-8"), len(text)
+    >>> sorted(_global_names(f))
+    ['len']
+    """
+    import dis
+
     names, stack = set(), [getattr(function, "__code__", None)]
     while stack:
         code = stack.pop()
         if code is None:
             continue
-        names.update(code.co_names)
+        names.update(instruction.argval for instruction in dis.get_instructions(code) if instruction.opname in _GLOBAL_ACCESS)
         stack.extend(const for const in code.co_consts if hasattr(const, "co_names"))
     return names
 

@@ -884,7 +884,10 @@ class KernelSession:
 
         kind = getattr(builtins, str(class_name), None) if builtin else None
         if isinstance(kind, type) and issubclass(kind, Exception):
-            error = kind(message)
+            try:
+                error = kind(message)
+            except Exception:  # a built-in class that takes more than a message (UnicodeDecodeError): still named
+                error = StudentRaised(f"{class_name}: {message}")
         else:  # a class the student made: its name is theirs to choose, like a message, so it is not repeated
             class_name = OWN_EXCEPTION
             error = StudentRaised(f"{class_name}: {message}")

@@ -41,7 +41,7 @@ EXAMPLES = REPO / "examples" / "submissions"
 
 from autograder.resume import unsigned  # noqa: E402
 from benchmarks.fair import ratio, why_not_comparable  # noqa: E402
-LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast"]  # examples/submissions/<name>-correct.ipynb
+LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast", "tok"]  # examples/submissions/<name>-correct.ipynb
 
 
 def grade_alone(notebook: Path, scratch: Path) -> dict:
