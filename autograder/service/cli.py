@@ -236,7 +236,7 @@ def add_commands(commands, course) -> None:
     serve.add_argument("--roster", help="roster CSV (grade --roster's format: student_id, and name, email...): who may submit")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; put a TLS reverse "
                                                            "proxy in front for students elsewhere)")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     serve.add_argument("--insecure", action="store_true", help="allow plain HTTP on an address other than loopback")
     serve.add_argument("--https-cert", type=Path, help="serve HTTPS with this certificate (PEM) ...")
     serve.add_argument("--https-key", type=Path, help="... and its private key")
@@ -271,7 +271,8 @@ def add_commands(commands, course) -> None:
     serve.add_argument("--grader-memory-mb", type=float, default=6144, help="address-space cap of a grading process in MiB (default 6144)")
     serve.add_argument("--require-isolation", action="store_true", help="never grade behind the weaker fence (see the README)")
     serve.add_argument("--one-kernel", action="store_true", help="as grade --one-kernel")
-    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
+                       help="how much the server logs (default info; never a token or a notebook's content)")
     serve.set_defaults(run=_guarded(_serve))
 
     issue = commands.add_parser("tokens", help="personal tokens for the service: one per student, written once to a CSV")
@@ -284,7 +285,8 @@ def add_commands(commands, course) -> None:
     issue.set_defaults(run=_guarded(_tokens))
 
     accounts = commands.add_parser("accounts", help="instructors' and TAs' accounts for the service's dashboard")
-    accounts.add_argument("action", choices=("add", "disable", "list"))
+    accounts.add_argument("action", choices=("add", "disable", "list"),
+                          help="add an account (or reset its password), disable one, or list them")
     accounts.add_argument("name", nargs="?", help="user name (add, disable)")
     accounts.add_argument("--role", choices=("instructor", "ta"), default="ta",
                           help="instructor (can also re-grade) or ta (default)")
