@@ -175,7 +175,7 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
     """
     from tqdm.auto import tqdm
 
-    from autograder import gradebook, report
+    from autograder import adjustments, formgrader, gradebook, report
 
     submissions_dir, out_dir = Path(submissions_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -223,13 +223,14 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
             bar.set_postfix_str(f"{result.student_id}: {result.status} in {result.seconds:.1f}s")
             bar.update()
             if len(results) == expected:  # the last one: the report is drawn while the workers stop
-                painter.start(results, out_dir)
+                painter.start(adjustments.for_reports(results, db_path), out_dir)
     finally:
         bar.close()
         if hasattr(runner, "close"):
             runner.close()  # ends the workers even when the batch stops early
         recorder.close()  # everything sent is in the gradebook
-    write_reports(results, out_dir, painter)
+    formgrader.write_course_or_say_why(out_dir, results, db_path)  # nbgrader's formgrader on this gradebook
+    write_reports(adjustments.for_reports(results, db_path), out_dir, painter)  # with changes made in formgrader
     return results
 
 
