@@ -138,6 +138,9 @@ def main(argv: list[str] | None = None, course: Course | str | None = None, prog
 
     add_build_arguments(commands.add_parser("gradescope", help="build Gradescope's autograder zip for one lab "
                                                                "(docs/GRADESCOPE.md)"))
+    from autograder.lms.command import add_export_command
+
+    add_export_command(commands)
     if course.add_commands:
         course.add_commands(commands)
 
