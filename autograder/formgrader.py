@@ -156,6 +156,7 @@ def write_course(out_dir: Path, results: list[GradeResult], db_path: Path | None
     out_dir = Path(out_dir)
     db_path = Path(db_path or out_dir / "gradebook.db")
     layout = CourseLayout()
+    out_dir.mkdir(parents=True, exist_ok=True)
     config = out_dir / CONFIG_NAME
     if not config.exists() or config.read_text(encoding="utf-8", errors="replace").startswith(CONFIG_MARK):
         config.write_text(config_text(out_dir, db_path), encoding="utf-8")
