@@ -98,8 +98,21 @@ def _cell_key(cell, index: int) -> str:
     return nbgrader_meta(cell).get("grade_id") or cell.get("id") or f"cell {index + 1}"
 
 
-def autograded_notebook(result: GradeResult, notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook formgrader shows for ``result``, made from the submitted ``notebook``."""
+def _new_cell(cell_type: str, source: str, **more) -> nbformat.NotebookNode:
+    """A cell as nbformat's ``new_*_cell`` makes it, without validating each one (a notebook's worth of
+    cells took as long as the rest of the work; the notebook is checked against the schema in the tests)."""
+    return nbformat.from_dict({"id": nbformat.v4.nbbase.random_cell_id(), "cell_type": cell_type, "metadata": {},
+                               "source": source, **more})
+
+
+def _code(source: str, outputs: list | None = None) -> nbformat.NotebookNode:
+    return _new_cell("code", source, execution_count=None, outputs=outputs or [])
+
+
+def autograded_notebook(result: GradeResult, notebook: nbformat.NotebookNode,
+                        metadata: dict | None = None) -> nbformat.NotebookNode:
+    """The notebook formgrader shows for ``result``, made from the submitted ``notebook``
+    (``metadata``: the released notebook's, if the caller has it at hand)."""
     lab = get_lab(result.lab)
     release = release_cells(lab.lab_id)
     program = repair(notebook, lab).program
@@ -112,10 +125,7 @@ def autograded_notebook(result: GradeResult, notebook: nbformat.NotebookNode) ->
         else:
             last = step.cell_id
 
-    def code(source: str) -> nbformat.NotebookNode:
-        return nbformat.v4.new_code_cell(source)
-
-    cells = [nbformat.v4.new_markdown_cell(_summary(result))] + [code(source) for source in added[None]]
+    cells = [_new_cell("markdown", _summary(result))] + [_code(source) for source in added[None]]
     for index, released in enumerate(release):
         key = _cell_key(released, index)
         cell = copy.deepcopy(released)
@@ -128,13 +138,14 @@ def autograded_notebook(result: GradeResult, notebook: nbformat.NotebookNode) ->
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             if meta.get("grade") and key in result.parts:
-                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=_part_text(result, key))]
+                cell.outputs = [nbformat.from_dict({"output_type": "stream", "name": "stdout",
+                                                    "text": _part_text(result, key)})]
         cells.append(cell)
-        cells += [code(source) for source in added[key]]
-    nb = nbformat.v4.new_notebook(cells=cells, metadata=copy.deepcopy(dict(lab.release_notebook().metadata)))
-    nb.metadata[METADATA_KEY] = {"student": result.student_id, "lab": lab.lab_id, "file": result.file,
-                                 "made_from": _digest(result)}
-    return nb
+        cells += [_code(source) for source in added[key]]
+    metadata = copy.deepcopy(dict(metadata if metadata is not None else lab.release_notebook().metadata))
+    metadata[METADATA_KEY] = {"student": result.student_id, "lab": lab.lab_id, "file": result.file,
+                              "made_from": _digest(result)}
+    return nbformat.from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": metadata, "cells": cells})
 
 
 def _digest(result: GradeResult) -> str:
@@ -156,6 +167,7 @@ def write_course(out_dir: Path, results: list[GradeResult], db_path: Path | None
     out_dir = Path(out_dir)
     db_path = Path(db_path or out_dir / "gradebook.db")
     layout = CourseLayout()
+    release_metadata: dict[str, dict] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
     config = out_dir / CONFIG_NAME
     if not config.exists() or config.read_text(encoding="utf-8", errors="replace").startswith(CONFIG_MARK):
@@ -182,9 +194,12 @@ def write_course(out_dir: Path, results: list[GradeResult], db_path: Path | None
         if submission.sha256 != result.sha256 or submission.status != "ok":
             layout.skipped.append(f"{result.file}: the file changed since it was graded; grade again to see it")
             continue
+        if result.lab not in release_metadata:
+            release_metadata[result.lab] = dict(get_lab(result.lab).release_notebook().metadata)
         path.parent.mkdir(parents=True, exist_ok=True)
         written = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        nbformat.write(autograded_notebook(result, submission.notebook), written)
+        notebook = autograded_notebook(result, submission.notebook, release_metadata[result.lab])
+        written.write_text(nbformat.v4.nbjson.writes(notebook), encoding="utf-8")
         os.replace(written, path)
         layout.written += 1
     return layout
