@@ -216,5 +216,8 @@ def write_course_or_say_why(out_dir: Path, results: list[GradeResult], db_path: 
         print(f"note: formgrader's course folders could not be written in {out_dir} ({type(error).__name__}: "
               f"{str(error)[:200]})", file=sys.stderr)
         return
-    for reason in layout.skipped:
+    for reason in layout.skipped[:5]:
         print(f"note: formgrader: {reason}", file=sys.stderr)
+    if len(layout.skipped) > 5:
+        print(f"note: formgrader: {len(layout.skipped) - 5} more submission(s) like these have no notebook in "
+              f"{Path(out_dir) / 'autograded'}", file=sys.stderr)

@@ -255,11 +255,13 @@ def test_the_export_command_refuses_with_one_line_each_and_writes_nothing(graded
     assert main(["export", str(out), "--format", "canvas", "--roster", str(short), "--out", str(target),
                  "--assignment", "toy_bpe=777"]) == 2
     err = capsys.readouterr().err
-    assert "error: Bo Chen was graded in toy_bpe" in err and "nothing was written" in err and not target.exists()
+    assert "error: Bo Chen was graded in toy_bpe" in err and f"{target} was not written" in err and not target.exists()
     assert "Traceback" not in err
     for argv, said in [(["export", str(tmp_path / "nowhere")], "is not a folder"),
                        (["export", str(tmp_path)], "holds no grading results"),
                        (["export", str(out), "--format", "canvas"], "needs --roster"),
+                       (["export", str(out), "--format", "canvas", "--roster", str(short), "--out",
+                         str(out / "grades.csv")], "one of the files grade writes"),
                        (["export", str(out), "--format", "canvas", "--roster", str(tmp_path / "none.csv"),
                          "--out", str(target)], "cannot be read")]:
         assert main(argv) == 2

@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 FORMATS = ("canvas", "moodle", "moodle-worksheet")
+KIT_FILES = ("grades.csv", "class_report.md", "scores.png", "gradebook.db", "nbgrader_config.py")
 
 
 def add_export_command(commands) -> None:
@@ -27,7 +28,9 @@ def add_export_command(commands) -> None:
     parser = commands.add_parser(
         "export", help="bring OUT's grades.csv, feedback and class report up to date with changes made in "
                        "formgrader; write Canvas's or Moodle's grade import file (docs/LMS.md)",
-        description=__doc__.split("\n\n")[0] + " Formats and where to upload them: docs/LMS.md.")
+        description="Bring OUT's grades.csv, feedback pages and class report up to date with the changes made by hand "
+                    "in formgrader; with --format, also write the file an LMS's grade import takes. Formats, menu "
+                    "paths and the roster's columns: docs/LMS.md.")
     parser.add_argument("folder", metavar="OUT", help="a folder that `grade ... --out OUT` wrote")
     parser.add_argument("--format", choices=FORMATS,
                         help="canvas: Canvas's gradebook import CSV; moodle: Moodle's gradebook import CSV; "
@@ -36,8 +39,9 @@ def add_export_command(commands) -> None:
     parser.add_argument("--roster", help="the class list: CSV with student_id and the ids the LMS knows each "
                                          "student by (docs/LMS.md; needed with --format)")
     parser.add_argument("--out", dest="file", metavar="FILE", help="the file to write (needed with --format); "
-                                                                   "moodle-worksheet also writes FILE's name + "
-                                                                   "-feedback.zip")
+                                                                   "moodle-worksheet also writes the zip of feedback "
+                                                                   "files beside it: worksheet.csv -> "
+                                                                   "worksheet-feedback.zip")
     parser.add_argument("--assignment", action="append", default=[], metavar="LAB=ID",
                         help="a lab to export and its LMS column: canvas, the assignment id (the number at the end "
                              "of the assignment's address); moodle, the column's name (default: the lab's title); "
@@ -101,7 +105,10 @@ def run_export(args: argparse.Namespace) -> int:
     if args.format and not (args.roster and args.file):
         return _fail(f"--format {args.format} needs --roster ROSTER.csv (the class list) and --out FILE")
     if args.file and Path(args.file).is_dir():
-        return _fail(f"--out {args.file} is a folder: name the file to write, e.g. --out {Path(args.file) / 'grades.csv'}")
+        return _fail(f"--out {args.file} is a folder: name the file to write, e.g. --out {Path(args.file) / 'canvas.csv'}")
+    if args.file and Path(args.file).resolve() in {(folder / name).resolve() for name in KIT_FILES}:
+        return _fail(f"--out {args.file} is one of the files grade writes in OUT: name another file, e.g. "
+                     f"--out {folder / 'lms-grades.csv'}")
     source = OutFolder(folder, args.db)
     try:
         results = source.results()
@@ -131,16 +138,20 @@ def run_export(args: argparse.Namespace) -> int:
     for problem in problems:
         print(problem, file=sys.stderr)
     if any(problem.level == ERROR for problem in problems):
-        print(f"error: nothing was written: {sum(p.level == ERROR for p in problems)} problem(s) above, each with "
-              f"its fix", file=sys.stderr)
+        print(f"error: {args.file} was not written: {sum(p.level == ERROR for p in problems)} problem(s) above, "
+              f"each with its fix", file=sys.stderr)
         return 2
     target = Path(args.file)
-    _atomic_write(target, csv_bytes(rows))
+    try:
+        _atomic_write(target, csv_bytes(rows))
+        if args.format == "moodle-worksheet":
+            archive = target.with_name(f"{target.stem}-feedback.zip")
+            _atomic_write(archive, zip_bytes(files))
+    except OSError as error:
+        return _fail(f"{error.filename or target} could not be written ({error.strerror}): choose another --out")
     print(f"wrote {target}: {len(rows) - (2 if args.format == 'canvas' else 1)} student row(s), "
           f"{', '.join(c.lab.lab_id for c in sheet.columns)}")
     if args.format == "moodle-worksheet":
-        archive = target.with_name(f"{target.stem}-feedback.zip")
-        _atomic_write(archive, zip_bytes(files))
         print(f"wrote {archive}: {len(files)} feedback file(s), for the assignment's 'Upload multiple feedback "
               f"files in a zip'")
     return 0
