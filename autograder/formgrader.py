@@ -162,8 +162,38 @@ def _made_from(path: Path) -> str | None:
         return None
 
 
+class _Skipped(Exception):
+    """This result gets no autograded notebook; the message says why."""
+
+
+def _write_notebook(out_dir: Path, result: GradeResult, release_metadata: dict[str, dict]) -> bool:
+    """Write ``result``'s folders and autograded notebook; False if it was already up to date."""
+    (out_dir / "source" / result.lab).mkdir(parents=True, exist_ok=True)
+    if not safe_folder_name(result.student_id):
+        raise _Skipped(f"{result.student_id!r} ({result.file}): a student id that cannot be a folder name")
+    (out_dir / "submitted" / result.student_id / result.lab).mkdir(parents=True, exist_ok=True)
+    path = out_dir / "autograded" / result.student_id / result.lab / f"{result.lab}.ipynb"
+    if path.exists() and _made_from(path) == _digest(result):
+        return False
+    try:
+        submission = read_submission(Path(result.file), result.student_id)
+    except OSError as error:
+        raise _Skipped(f"{result.file}: the submission cannot be read any more ({error.strerror})") from None
+    if submission.sha256 != result.sha256 or submission.status != "ok":
+        raise _Skipped(f"{result.file}: the file changed since it was graded; grade again to see it")
+    if result.lab not in release_metadata:
+        release_metadata[result.lab] = dict(get_lab(result.lab).release_notebook().metadata)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    notebook = autograded_notebook(result, submission.notebook, release_metadata[result.lab])
+    written.write_text(nbformat.v4.nbjson.writes(notebook), encoding="utf-8")
+    os.replace(written, path)
+    return True
+
+
 def write_course(out_dir: Path, results: list[GradeResult], db_path: Path | None = None) -> CourseLayout:
-    """Write formgrader's course layout into ``out_dir`` for every graded result (see the module)."""
+    """Write formgrader's course layout into ``out_dir`` for every graded result (see the module).
+    Whatever one submission does, it costs its own notebook only: the reason is in ``skipped``."""
     out_dir = Path(out_dir)
     db_path = Path(db_path or out_dir / "gradebook.db")
     layout = CourseLayout()
@@ -177,31 +207,16 @@ def write_course(out_dir: Path, results: list[GradeResult], db_path: Path | None
     for result in results:
         if not result.graded:
             continue
-        (out_dir / "source" / result.lab).mkdir(parents=True, exist_ok=True)
-        if not safe_folder_name(result.student_id):
-            layout.skipped.append(f"{result.student_id!r} ({result.file}): a student id that cannot be a folder name")
-            continue
-        (out_dir / "submitted" / result.student_id / result.lab).mkdir(parents=True, exist_ok=True)
-        path = out_dir / "autograded" / result.student_id / result.lab / f"{result.lab}.ipynb"
-        if path.exists() and _made_from(path) == _digest(result):
-            layout.current += 1
-            continue
         try:
-            submission = read_submission(Path(result.file), result.student_id)
-        except OSError as error:
-            layout.skipped.append(f"{result.file}: the submission cannot be read any more ({error.strerror})")
-            continue
-        if submission.sha256 != result.sha256 or submission.status != "ok":
-            layout.skipped.append(f"{result.file}: the file changed since it was graded; grade again to see it")
-            continue
-        if result.lab not in release_metadata:
-            release_metadata[result.lab] = dict(get_lab(result.lab).release_notebook().metadata)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        written = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        notebook = autograded_notebook(result, submission.notebook, release_metadata[result.lab])
-        written.write_text(nbformat.v4.nbjson.writes(notebook), encoding="utf-8")
-        os.replace(written, path)
-        layout.written += 1
+            if _write_notebook(out_dir, result, release_metadata):
+                layout.written += 1
+            else:
+                layout.current += 1
+        except _Skipped as skipped:
+            layout.skipped.append(str(skipped))
+        except Exception as error:  # RecursionError, MemoryError, a full disk...: this notebook only
+            layout.skipped.append(f"{result.file}: no notebook for formgrader ({type(error).__name__}: "
+                                  f"{str(error)[:200]})")
     return layout
 
 

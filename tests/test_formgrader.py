@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -258,3 +259,28 @@ def test_a_config_the_autograder_did_not_write_is_left_alone(tmp_path):
     layout = formgrader.write_course(tmp_path, [])
     assert (tmp_path / formgrader.CONFIG_NAME).read_text().endswith("# the TA's own\n")
     assert "left as it is" in layout.skipped[0]
+
+
+def test_a_submission_whose_notebook_cannot_be_made_costs_that_notebook_only(tmp_path, monkeypatch):
+    import hashlib
+
+    content = dump(correct_notebook("toy_bpe"))
+    results = []
+    for student in ("a", "b"):
+        (tmp_path / f"{student}_toy_bpe.ipynb").write_bytes(content)
+        results.append(replace(_result(student, str(tmp_path / f"{student}_toy_bpe.ipynb")),
+                               sha256=hashlib.sha256(content).hexdigest()))
+    made = formgrader.autograded_notebook
+
+    def deep(result, notebook, metadata=None):  # as a notebook nested too deeply for the repair would
+        if result.student_id == "a":
+            raise RecursionError("maximum recursion depth exceeded")
+        return made(result, notebook, metadata)
+
+    monkeypatch.setattr(formgrader, "autograded_notebook", deep)
+    layout = formgrader.write_course(tmp_path / "out", results)
+    assert layout.written == 1 and len(layout.skipped) == 1 and "RecursionError" in layout.skipped[0]
+    notebook = nbformat.read(tmp_path / "out" / "autograded" / "b" / "toy_bpe" / "toy_bpe.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    assert "merge: 0 / 2 ❌ (autograder)" in "".join(o.text for c in notebook.cells if c.cell_type == "code"
+                                                   for o in c.outputs)
