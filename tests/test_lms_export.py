@@ -101,6 +101,8 @@ def test_a_submission_not_on_the_roster_stops_the_export_and_says_how_to_fix_it(
     sheet = build(results + [stranger], roster, {"toy_bpe": "9001"})
     (error,) = texts(sheet.problems, ERROR)
     assert "zed" in error and "toy_bpe" in error and "not on the roster" in error and "--skip-unmatched" in error
+    refused = GradeResult("zed", "subs/zed_toy_bpe.ipynb", status="not_on_roster", message="no roster entry")
+    assert any("zed_toy_bpe.ipynb" in n and "not_on_roster" in n for n in texts(build(results + [refused], roster).problems, NOTE))
     skipped = build(results + [stranger], roster, {"toy_bpe": "9001"}, skip_unmatched=True)
     assert not texts(skipped.problems, ERROR) and any("zed" in n for n in texts(skipped.problems, NOTE))
     assert "zed" not in csv_bytes(canvas.table(skipped)[0]).decode()

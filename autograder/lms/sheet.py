@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autograder.labs import Lab, all_labs
 from autograder.lms.roster import RosterEntry, name_key
-from autograder.result import GradeResult
+from autograder.result import NOT_ON_ROSTER, GradeResult
 
 ERROR, NOTE = "error", "note"
 
@@ -163,6 +163,11 @@ def build(results: list[GradeResult], roster: list[RosterEntry], mapping: dict[s
             problems.append(Problem(NOTE, f"{result.student_id}'s {Path(result.file).name} ({result.lab}) was not "
                                           f"graded ({result.status}): no grade from it"))
 
+    refused = [Path(r.file).name for r in results if r.status == NOT_ON_ROSTER]
+    if refused:
+        problems.append(Problem(NOTE, f"{len(refused)} file(s) were not graded because no roster row matched them "
+                                      f"(grades.csv's not_on_roster rows; add the students and grade again): "
+                                      f"{', '.join(refused[:10])}{' ...' if len(refused) > 10 else ''}"))
     rows = [Row(entry, {lab: found[(entry.student_id, lab)][0] for lab in exported if (entry.student_id, lab) in found})
             for entry in roster]
     for column in columns:
