@@ -173,8 +173,12 @@ def _write_notebook(out_dir: Path, result: GradeResult, release_metadata: dict[s
         raise _Skipped(f"{result.student_id!r} ({result.file}): a student id that cannot be a folder name")
     (out_dir / "submitted" / result.student_id / result.lab).mkdir(parents=True, exist_ok=True)
     path = out_dir / "autograded" / result.student_id / result.lab / f"{result.lab}.ipynb"
-    if path.exists() and _made_from(path) == _digest(result):
-        return False
+    if path.exists():
+        made_from = _made_from(path)
+        if made_from == _digest(result):
+            return False
+        if made_from is None:  # nbgrader's own autograde wrote it (OUT is a course folder): not ours to replace
+            raise _Skipped(f"{path} was not written by the autograder: it was left as it is")
     try:
         submission = read_submission(Path(result.file), result.student_id)
     except OSError as error:

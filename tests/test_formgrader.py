@@ -254,11 +254,17 @@ def test_a_student_id_that_is_no_folder_name_and_a_changed_file_are_skipped_and_
     assert not (tmp_path / "out" / "autograded").exists()
 
 
-def test_a_config_the_autograder_did_not_write_is_left_alone(tmp_path):
+def test_a_config_or_notebook_the_autograder_did_not_write_is_left_alone(tmp_path):
+    """OUT may be a course folder that nbgrader's own tools wrote into."""
     (tmp_path / formgrader.CONFIG_NAME).write_text("c = get_config()\n# the TA's own\n")
-    layout = formgrader.write_course(tmp_path, [])
+    theirs = tmp_path / "autograded" / "x" / "toy_bpe" / "toy_bpe.ipynb"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_bytes(dump(correct_notebook("toy_bpe")))
+    before = theirs.read_bytes()
+    layout = formgrader.write_course(tmp_path, [_result("x", str(tmp_path / "x.ipynb"))])
     assert (tmp_path / formgrader.CONFIG_NAME).read_text().endswith("# the TA's own\n")
-    assert "left as it is" in layout.skipped[0]
+    assert theirs.read_bytes() == before and layout.written == 0
+    assert len(layout.skipped) == 2 and all("left as it is" in reason for reason in layout.skipped)
 
 
 def test_a_submission_whose_notebook_cannot_be_made_costs_that_notebook_only(tmp_path, monkeypatch):
