@@ -257,7 +257,7 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
                   course) -> Rows:
     from tqdm.auto import tqdm
 
-    from autograder import gradebook, report
+    from autograder import adjustments, formgrader, gradebook, report
 
     submissions_dir, note = folder_to_grade(Path(submissions_dir))
     out_dir = Path(out_dir)
@@ -323,7 +323,7 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
             bar.set_postfix_str(terminal(f"{result.student_id}: {result.status} in {result.seconds:.1f}s"))
             bar.update()
             if len(results) == expected:  # the last one: the report is drawn while the workers stop
-                painter.start(rows(), out_dir)
+                painter.start(adjustments.for_reports(rows(), db_path), out_dir)
     except KeyboardInterrupt:
         interrupted = Interrupted(len(results), expected)
     else:
@@ -336,7 +336,8 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
     if interrupted is not None:
         painter.background.close()
         raise interrupted from None
-    everything = rows()
+    formgrader.write_course_or_say_why(out_dir, results, db_path)  # nbgrader's formgrader on this gradebook
+    everything = adjustments.for_reports(rows(), db_path)  # with changes made in formgrader
     write_reports(everything, out_dir, painter)
     return everything
 

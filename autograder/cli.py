@@ -204,6 +204,9 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
     from autograder.service.cli import add_commands as add_service_commands
 
     add_service_commands(commands, course)  # serve, tokens, accounts (docs/SERVICE.md)
+    from autograder.lms.command import add_export_command
+
+    add_export_command(commands)  # Canvas and Moodle import files (docs/LMS.md)
     if course.add_commands:
         course.add_commands(commands)
     return parser

@@ -46,7 +46,7 @@ def part_columns() -> list[str]:
 
 
 def grades_columns() -> list[str]:
-    return BASE_COLUMNS + part_columns() + ["integrity", "error", "isolation", "identity", "seconds"]
+    return BASE_COLUMNS + part_columns() + ["integrity", "error", "isolation", "identity", "adjusted", "seconds"]
 
 
 def _sort_key(row: dict) -> tuple:
@@ -66,6 +66,7 @@ def grades_rows(results: list[GradeResult]) -> list[dict]:
         row["error"] = result.message
         row["isolation"] = result.isolation or "unknown"
         row["identity"] = result.identity
+        row["adjusted"] = adjusted_text(result)
         row["seconds"] = result.seconds
         rows.append({key: _csv_safe(value) for key, value in row.items()})
     return sorted(rows, key=_sort_key)
@@ -133,6 +134,9 @@ td,th{padding:.35rem .6rem;border-bottom:1px solid #ddd;vertical-align:top;text-
 <td class="{{ 'ok' if p.passed else 'no' }}">{{ '✅' if p.passed else '❌' }} {{ fmt(p.score) }} / {{ fmt(p.max_score) }}</td>
 <td>{{ p.message }}{% if p.visible_check %}<br>Your notebook's own check on the example said:<pre>{{ p.visible_check }}</pre>{% endif %}</td></tr>
 {% endfor %}</table>
+{% if r.adjustments %}<h2>From your grader</h2><ul>{% for a in r.adjustments %}<li>{{ a.cell }}:
+{% if a.score is not none %}points set to {{ fmt(a.score) }} (the autograder gave {{ fmt(a.auto_score) }}){% endif %}
+{% if a.comment %}<pre>{{ a.comment }}</pre>{% endif %}</li>{% endfor %}</ul>{% endif %}
 {% if problems %}<h2>Cells that did not run</h2><ul>{% for c in problems %}<li>{{ c.cell }} ({{ c.kind }}): {{ c.status }} — {{ c.error }}</li>{% endfor %}</ul>{% endif %}
 {% endif %}
 {% if r.integrity %}<h2>Changes to the notebook's structure</h2><ul>{% for e in r.integrity %}<li>{{ e.event }} · {{ e.cell }}: {{ e.detail }}</li>{% endfor %}</ul>{% endif %}
@@ -142,6 +146,12 @@ td,th{padding:.35rem .6rem;border-bottom:1px solid #ddd;vertical-align:top;text-
 
 def _fmt(value) -> str:
     return "" if value is None else f"{value:g}"
+
+
+def adjusted_text(result: GradeResult) -> str:
+    """What a person changed by hand in the gradebook (formgrader): ``merge 0→2; comment on merge_answer``."""
+    return "; ".join(f"{a.cell} {_fmt(a.auto_score) or '-'}→{_fmt(a.score)}" if a.score is not None
+                     else f"comment on {a.cell}" for a in result.adjustments)
 
 
 def feedback_html(result: GradeResult) -> str:
@@ -272,6 +282,12 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
             students = sorted(r.student_id for r in missing if r.lab == lab_id)
             lines.append(f"* {markdown_text(lab_id)} ({len(students)}): " + ", ".join(markdown_text(s) for s in students))
         lines.append("")
+    adjusted = [r for r in results if r.adjustments]
+    if adjusted:
+        lines += [f"Changed by hand in formgrader (the scores below count them; grades.csv's adjusted column): "
+                  f"{len(adjusted)} submission(s).", ""]
+        lines += [f"* {markdown_text(r.student_id)}, {markdown_text(r.lab)}: {markdown_text(adjusted_text(r))}"
+                  for r in adjusted] + [""]
     identity = [r for r in results if r.identity]
     if identity:
         lines += ["Who handed in what (from the export names or the roster):", ""]

@@ -74,6 +74,17 @@ class CellEvent:
 
 
 @dataclass(frozen=True)
+class Adjustment:
+    """What a person changed by hand in nbgrader's gradebook (formgrader): a part's score, or a comment
+    on a cell. Never made by the autograder; applied to a result when its reports are written."""
+
+    cell: str  # a part's id (a score) or an answer cell's id (a comment)
+    auto_score: float | None = None  # what the autograder gave the part
+    score: float | None = None  # what the part counts now (manual score plus extra credit); None: a comment only
+    comment: str = ""
+
+
+@dataclass(frozen=True)
 class GradeResult:
     """One file's row. ``score``, ``max_score``, ``parts`` and ``isolation`` are set once it is graded."""
 
@@ -95,6 +106,7 @@ class GradeResult:
     traceback: str | None = None  # the grader's own, for the instructor, when status is grader_error
     identity: str = ""  # set by the batch: who handed the file in, when the export names needed telling apart
     sources: str | None = None  # set by the batch: the digest of the course files it was graded with
+    adjustments: list[Adjustment] = field(default_factory=list)  # set for reports: changes made by hand in the gradebook
 
     @property
     def graded(self) -> bool:
