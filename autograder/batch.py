@@ -337,8 +337,9 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
         painter.background.close()
         raise interrupted from None
     formgrader.write_course_or_say_why(out_dir, results, db_path)  # nbgrader's formgrader on this gradebook
-    everything = adjustments.for_reports(rows(), db_path)  # with changes made in formgrader
-    write_reports(everything, out_dir, painter)
+    everything = rows()  # the autograder's own results
+    everything.reported = everything.holding(adjustments.for_reports(everything, db_path))  # with changes made in formgrader
+    write_reports(everything.reported, out_dir, painter)
     return everything
 
 

@@ -69,7 +69,7 @@ def _grade(args) -> int:
         raise UsageError(str(error)) from None
     except Interrupted as error:
         return fail(str(error), INTERRUPTED)
-    print(f"\n{grades_text(rows)}")
+    print(f"\n{grades_text(rows.reported)}")  # what grades.csv says
     graded = sum(row.status == "graded" for row in rows)
     summary = [f"{plural(rows.this_batch, 'file')} in {rows.folder}, {graded} graded"]
     if rows.earlier:

@@ -34,6 +34,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.intake import read_submission
+from autograder.names import terminal
 from autograder.labs import get_lab, nbgrader_meta, release_cells
 from autograder.repair import repair
 from autograder.result import GradeResult
@@ -55,8 +56,15 @@ class CourseLayout:
 
 def safe_folder_name(name: str) -> bool:
     """Can ``name`` be one folder of the layout, listed by formgrader? (``..``, a path or a hidden
-    name could not: a student id comes from a file name a student chose.)"""
-    return bool(name) and not name.startswith(".") and not any(ch in name for ch in "/\\\0")
+    name could not, nor a name so long that its folder's files could not be named, nor one that
+    formgrader's pages and nbgrader's tools would show garbled: a student id comes from a file name a
+    student chose.)"""
+    if not name or name.startswith(".") or any(ch in name for ch in "/\\\0") or not name.isprintable():
+        return False
+    try:
+        return len(name.encode("utf-8")) <= 100  # no undecodable byte (a surrogate), room for the lab's names
+    except UnicodeEncodeError:
+        return False
 
 
 def config_text(out_dir: Path, db_path: Path) -> str:
@@ -232,11 +240,11 @@ def write_course_or_say_why(out_dir: Path, results: list[GradeResult], db_path: 
     try:
         layout = write_course(out_dir, results, db_path)
     except Exception as error:  # a full disk, an unwritable OUT...: formgrader's view only
-        print(f"note: formgrader's course folders could not be written in {out_dir} ({type(error).__name__}: "
-              f"{str(error)[:200]})", file=sys.stderr)
+        print(f"note: formgrader's course folders could not be written in {terminal(out_dir)} "
+              f"({type(error).__name__}: {terminal(str(error)[:200])})", file=sys.stderr)
         return
     for reason in layout.skipped[:5]:
-        print(f"note: formgrader: {reason}", file=sys.stderr)
+        print(f"note: formgrader: {terminal(reason)}", file=sys.stderr)
     if len(layout.skipped) > 5:
         print(f"note: formgrader: {len(layout.skipped) - 5} more submission(s) like these have no notebook in "
               f"{Path(out_dir) / 'autograded'}", file=sys.stderr)

@@ -32,6 +32,11 @@ class Rows(list):
                  note: str = ""):
         super().__init__(rows)
         self.folder, self.this_batch, self.earlier, self.missing, self.note = folder, this_batch, earlier, missing, note
+        self.reported: Rows | list = self  # the rows as grades.csv shows them: with formgrader's changes, if any
+
+    def holding(self, rows) -> "Rows":
+        """The same folder and counts, holding ``rows`` (these rows, changed by hand in the gradebook)."""
+        return Rows(rows, self.folder, self.this_batch, self.earlier, self.missing, self.note)
 
 
 def stored_results(results_dir: Path, key: bytes) -> dict[str, GradeResult]:
