@@ -13,14 +13,17 @@ import contextlib
 import importlib
 import signal
 import threading
+import time
 
-from autograder import codec
+from autograder import codec, shapes
 from autograder.kernel import KernelSession
 from autograder.labs import Part, Upstream
 
-# How many calls a reference answered for a student's failing helper, in this process: a timed
-# hidden test allows for their round trips (a course's helper for hidden tests reads it).
+# How many calls a reference answered for a student's failing helper, in this process, and the
+# grader's own time answering them: a timed hidden test takes that time off the student's
+# (``check.StudentFunction.timed_call``; a course's helper for hidden tests reads them).
 STAND_IN_CALLS = [0]
+STAND_IN_SECONDS = [0.0]
 
 
 def reference(path: str):
@@ -136,11 +139,21 @@ def standing_in(session: KernelSession, helpers: list[Upstream]):
             used.add(_name)
             STAND_IN_CALLS[0] += 1
             # The student chooses these arguments and the grader pays for the answer: one call's
-            # time at most, as for the student's own functions.
-            return call_with_deadline(_run, session.limits.call_seconds, *args, **kwargs)
+            # time at most, as for the student's own functions. The answer has the shape the
+            # student's own function gave its results, where the task allows several (shapes.py).
+            answer = call_with_deadline(_run, session.limits.call_seconds, *args, **kwargs)
+            return shapes.conform(answer, session.shapes.get(_name))
 
         references[helper.name] = counted
-    session.stdin_answer = lambda prompt: codec.answer_stand_in(prompt, references)
+
+    def answer(prompt: str) -> str:
+        started = time.perf_counter()
+        try:
+            return codec.answer_stand_in(prompt, references)
+        finally:
+            STAND_IN_SECONDS[0] += time.perf_counter() - started
+
+    session.stdin_answer = answer
     placed = []
     try:
         for helper in helpers:

@@ -20,7 +20,9 @@ def double(x):
 
 def test_the_grader_answers_only_stand_in_requests_for_the_helpers_of_the_part():
     request = codec.STAND_IN_REQUEST + json.dumps(["helper", codec.encode([[21], {}])])
-    assert json.loads(codec.answer_stand_in(request, {"helper": double})) == ["returned", codec.encode(42)]
+    # the answer also says which arguments the reference changed in place (none here): see the test below
+    assert json.loads(codec.answer_stand_in(request, {"helper": double})) == ["returned", codec.encode(42),
+                                                                             {"changed": [], "same": None}]
     assert json.loads(codec.answer_stand_in(request, {"other": double}))[0] == "raised"
     assert json.loads(codec.answer_stand_in("What is your name?", {"helper": double}))[0] == "raised"
     assert json.loads(codec.answer_stand_in(codec.STAND_IN_REQUEST + "not json", {"helper": double}))[0] == "raised"
