@@ -50,7 +50,7 @@ def read_contract(lab_id: str) -> tuple[list[Rule], dict]:
     text = contract_path(lab_id).read_text(encoding="utf-8")
     rules = []
     for line in text.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if len(cells) != 6 or not cells[0].isdigit():
             continue
         number, function, rule, example, hidden, mistake = cells
