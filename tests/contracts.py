@@ -39,6 +39,7 @@ class Rule:
     example: str  # code of the function's visible check that shows the rule
     hidden: str  # code (or message text) of the hidden test that grades it
     mistake: str  # a mistake id of the page's YAML block, or "example:<case id>"
+    part: str = ""  # the part that grades the rule, when several parts test the function (a second code span)
 
 
 def contract_path(lab_id: str) -> Path:
@@ -55,15 +56,16 @@ def read_contract(lab_id: str) -> tuple[list[Rule], dict]:
             continue
         number, function, rule, example, hidden, mistake = cells
         code = lambda cell: (_CODE.findall(cell) or [""])[0]
-        rules.append(Rule(number, code(function), rule, code(example), code(hidden), code(mistake)))
+        spans = _CODE.findall(function)
+        rules.append(Rule(number, code(function), rule, code(example), code(hidden), code(mistake), spans[1] if len(spans) > 1 else ""))
     blocks = _YAML.findall(text)
     mistakes = (yaml.safe_load(blocks[0]) or {}).get("mistakes", {}) if blocks else {}
     return rules, mistakes
 
 
-def part_of(lab: Lab, function: str):
-    """The part whose hidden tests test ``function``."""
-    return next(part for part in lab.parts if function in part.functions)
+def part_of(lab: Lab, function: str, part_id: str = ""):
+    """The part whose hidden tests test ``function`` (the first one, or the one named)."""
+    return next(part for part in lab.parts if function in part.functions and part_id in ("", part.part_id))
 
 
 def check_source(lab: Lab) -> str:
@@ -82,11 +84,11 @@ def _python(source: str) -> str:
     return TransformerManager().transform_cell(source)
 
 
-def try_mistake(lab: Lab, function: str, replacements: dict | None) -> Tried:
+def try_mistake(lab: Lab, function: str, replacements: dict | None, part_id: str = "", hidden: bool = True) -> Tried:
     """Run the lab's solution notebook in this process with ``replacements`` (solution cell grade_id ->
     [{old, new}]) in its answer code, up to the check cell of ``function``'s part: its visible check's
-    output, and whether that part's hidden tests fail."""
-    part = part_of(lab, function)
+    output, and whether that part's hidden tests fail (not run without ``hidden``)."""
+    part = part_of(lab, function, part_id)
     namespace: dict = {"__name__": "__main__"}
     replacements = replacements or {}
     seen = set()
@@ -112,8 +114,9 @@ def try_mistake(lab: Lab, function: str, replacements: dict | None) -> Tried:
             with contextlib.redirect_stdout(printed):
                 _exec(visible, namespace, cell.id)
             try:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    exec(compile(part.hidden_tests, f"<hidden tests: {part.part_id}>", "exec"), namespace)
+                if hidden:
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        exec(compile(part.hidden_tests, f"<hidden tests: {part.part_id}>", "exec"), namespace)
                 failed = ""
             except Exception as error:  # noqa: BLE001 - any failure of the hidden tests costs the part
                 failed = f"{type(error).__name__}: {error}"
