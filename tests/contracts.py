@@ -13,6 +13,7 @@ tests failed. Every rule must do both: ❌ in the student's own check, and the p
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import re
 from dataclasses import dataclass
@@ -79,9 +80,10 @@ class Tried:
     hidden_failed: str  # "" when the part's hidden tests passed, else the exception's class and text
 
 
-def _python(source: str) -> str:
-    """A cell's source as plain Python (``%pip`` lines and other magics made calls)."""
-    return TransformerManager().transform_cell(source)
+@functools.lru_cache(maxsize=None)
+def _compiled(source: str, name: str):
+    """A cell's source as compiled plain Python (``%pip`` lines and other magics made calls)."""
+    return compile(TransformerManager().transform_cell(source), f"<cell {name}>", "exec")
 
 
 def try_mistake(lab: Lab, function: str, replacements: dict | None, part_id: str = "", hidden: bool = True) -> Tried:
@@ -105,14 +107,11 @@ def try_mistake(lab: Lab, function: str, replacements: dict | None, part_id: str
                 source = source.replace(change["old"], change["new"])
                 seen.add(grade_id)
         if meta.get("grade"):
-            visible = HIDDEN_TESTS.sub("", source)
-            if grade_id != part.part_id:
-                with contextlib.redirect_stdout(io.StringIO()):
-                    _exec(visible, namespace, cell.id)
+            if grade_id != part.part_id:  # another part's check: it only prints
                 continue
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed):
-                _exec(visible, namespace, cell.id)
+                _exec(HIDDEN_TESTS.sub("", source), namespace, cell.id)
             try:
                 if hidden:
                     with contextlib.redirect_stdout(io.StringIO()):
@@ -130,7 +129,7 @@ def try_mistake(lab: Lab, function: str, replacements: dict | None, part_id: str
 def _exec(source: str, namespace: dict, name: str, quiet: bool = True) -> None:
     """Run a cell; a given cell that fails because of the planted mistake is no matter."""
     try:
-        exec(compile(_python(source), f"<cell {name}>", "exec"), namespace)
+        exec(_compiled(source, name), namespace)
     except Exception:  # noqa: BLE001
         if not quiet:
             raise
