@@ -142,7 +142,7 @@ def graded(tmp_path_factory):
 
 def test_the_attacks_record_hidden_inputs_and_would_say_them():
     """Not vacuous: in plain Python, the attack's learn_bpe raises with the recorded inputs once called
-    more than 40 times, and its payload decodes back to them."""
+    once it has recorded more than 40 calls (20 calls: learn_bpe and bpe_initialize record), and its payload decodes back to them."""
     namespace: dict = {}
     nb = attack("system-exit")
     for cell in nb.cells:
@@ -152,7 +152,7 @@ def test_the_attacks_record_hidden_inputs_and_would_say_them():
     with pytest.raises(SystemExit) as raised:
         for n in range(50):
             namespace["learn_bpe"]([f"hidden{n}"], 0)
-    assert any("hidden41" in payload for payload in leaks(str(raised.value)))
+    assert any("hidden19" in payload for payload in leaks(str(raised.value)))
 
 
 @pytest.mark.parametrize("kind", KINDS)
