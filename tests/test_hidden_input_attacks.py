@@ -39,6 +39,7 @@ SETTINGS = Settings(limits=Limits(cell_seconds=20, call_seconds=5, notebook_seco
 
 RECORDER = '''import base64, sys, zlib
 RECORDED = []
+LEARNED = []  # learn_bpe's calls: its own checks make three, its hidden tests twenty
 
 
 def record(*args):
@@ -56,7 +57,8 @@ def payload(encoding="digits"):
 MARKER = "ZZLEAK"
 '''.replace('MARKER = "ZZLEAK"', f'MARKER = "{MARKER}"')
 
-# learn_bpe says what it recorded once hidden inputs have come in (the notebook's own checks call it once or twice)
+# learn_bpe says what it recorded once hidden inputs have come in (from its eleventh call: the notebook's own
+# cells call it three times), after its merges, so that the grader's stand-in has answered it first
 RAISES = {
     "base-exception": "class Leak(BaseException):\n    pass\n\nLEAK = lambda: Leak(payload())",
     "system-exit": "LEAK = lambda: SystemExit(payload())",
@@ -99,9 +101,9 @@ def attack(kind: str) -> nbformat.NotebookNode:
         arguments = "dataset" if cell_id.startswith("initialize") else "corpus" if cell_id.startswith("pair") else \
             "dataset, num_merges" if cell_id.startswith("learn") else "text, merges"
         replace_in(nb, cell_id, line, f"    record({arguments})\n{line}")
-    if kind != "machinery":
-        replace_in(nb, "learn_solution", "    record(dataset, num_merges)\n",
-                   "    record(dataset, num_merges)\n    if len(RECORDED) > 40:\n        raise LEAK()\n")
+    if kind != "machinery":  # after the merges: the grader's stand-in for merge_pair_in_word has answered
+        replace_in(nb, "learn_solution", "    return merges, vocabulary, corpus",
+                   "    LEARNED.append(dataset)\n    if len(LEARNED) > 10:\n        raise LEAK()\n    return merges, vocabulary, corpus")
     return nb
 
 
@@ -141,8 +143,8 @@ def graded(tmp_path_factory):
 
 
 def test_the_attacks_record_hidden_inputs_and_would_say_them():
-    """Not vacuous: in plain Python, the attack's learn_bpe raises with the recorded inputs once called
-    once it has recorded more than 40 calls (20 calls: learn_bpe and bpe_initialize record), and its payload decodes back to them."""
+    """Not vacuous: in plain Python, the attack's learn_bpe raises with the recorded inputs at its eleventh
+    call, and its payload decodes back to them."""
     namespace: dict = {}
     nb = attack("system-exit")
     for cell in nb.cells:
@@ -152,7 +154,7 @@ def test_the_attacks_record_hidden_inputs_and_would_say_them():
     with pytest.raises(SystemExit) as raised:
         for n in range(50):
             namespace["learn_bpe"]([f"hidden{n}"], 0)
-    assert any("hidden19" in payload for payload in leaks(str(raised.value)))
+    assert any("hidden10" in payload for payload in leaks(str(raised.value)))
 
 
 @pytest.mark.parametrize("kind", KINDS)
