@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from autograder import verdicts
 from autograder.kernel import CallTimeout, KernelDied, KernelSession
 from autograder.labs import Part, free_names
-from autograder.stand_ins import STAND_IN_CALLS, STAND_IN_SECONDS, failing_upstream, note, standing_in
+from autograder.stand_ins import STAND_IN_LOG, STAND_IN_SECONDS, failing_upstream, note, standing_in
 
 
 @dataclass
@@ -60,14 +60,18 @@ class StudentFunction:
             self.session.limits = usual
 
     def timed_call(self, seconds: float, *args, **kwargs) -> tuple:
-        """``(result, seconds, stand-in calls)``: one call (with a time limit of at least ``seconds``),
-        its time on the grader's clock less the grader's own time answering the stand-ins it called,
-        and how many stand-in calls it made. What a course's ``timed_call`` helper calls."""
-        calls, service = STAND_IN_CALLS[0], STAND_IN_SECONDS[0]
+        """``(result, seconds, round trips)``: one call (with a time limit of at least ``seconds``), its
+        time on the grader's clock less the grader's own time answering the stand-ins it called, and, for
+        each stand-in call, the time from the kernel's previous word to its request (the call's start, or
+        the previous answer): the round trip, and whatever the student's code did in between. What a
+        course's ``timed_call`` helper calls."""
+        first, service = len(STAND_IN_LOG), STAND_IN_SECONDS[0]
         started = time.perf_counter()
         result = self.call_with_time_limit(seconds, *args, **kwargs)
         elapsed = time.perf_counter() - started
-        return result, elapsed - (STAND_IN_SECONDS[0] - service), STAND_IN_CALLS[0] - calls
+        log = STAND_IN_LOG[first:]
+        gaps = [arrived - previous for (arrived, _), previous in zip(log, [started] + [answered for _, answered in log])]
+        return result, elapsed - (STAND_IN_SECONDS[0] - service), gaps
 
     def call_each(self, argument_lists: list, with_arguments: bool = False, **keywords) -> list:
         """Many calls in one round trip: what a course's ``call_each`` helper for hidden tests calls."""

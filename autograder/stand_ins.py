@@ -24,6 +24,9 @@ from autograder.labs import Part, Upstream
 # (``check.StudentFunction.timed_call``; a course's helper for hidden tests reads them).
 STAND_IN_CALLS = [0]
 STAND_IN_SECONDS = [0.0]
+# (arrived, answered) on the grader's clock, for each stand-in call of this process: a timed call's
+# stand-in round trips are read from it (``check.StudentFunction.timed_call``).
+STAND_IN_LOG: list[tuple[float, float]] = []
 
 
 def reference(path: str):
@@ -151,7 +154,9 @@ def standing_in(session: KernelSession, helpers: list[Upstream]):
         try:
             return codec.answer_stand_in(prompt, references)
         finally:
-            STAND_IN_SECONDS[0] += time.perf_counter() - started
+            answered = time.perf_counter()
+            STAND_IN_SECONDS[0] += answered - started
+            STAND_IN_LOG.append((started, answered))
 
     session.stdin_answer = answer
     placed = []

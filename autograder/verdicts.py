@@ -30,8 +30,8 @@ class TooSlow(AssertionError):
     """A hidden test's speed check failed. The message is the grader's: the advice (a string constant
     of the hidden-test source) and the measured multiple of the reference's time.
 
-    >>> str(TooSlow("count each distinct word once", 12.3, 8))
-    "count each distinct word once (your code took 12× the reference's time, measured in this grading run; the limit is 8×)"
+    >>> str(TooSlow("count each distinct word once", 12.34, 8))
+    "count each distinct word once (your code took 12.3× the reference's time, measured in this grading run; the limit is 8×)"
     """
 
     def __init__(self, advice: str, multiple: float, limit: float):
@@ -44,10 +44,10 @@ class TooSlow(AssertionError):
 
 
 def _times(multiple: float) -> str:
-    """``12.3 -> '12×'``, ``2.46 -> '2.5×'``: two significant digits at most (a few bits of a kernel's timing)."""
+    """``12.34 -> '12.3×'``, ``2.468 -> '2.47×'``: three significant digits at most (a few bits of a kernel's timing)."""
     if multiple != multiple or multiple == float("inf"):
         return "many times"
-    return f"{float(f'{multiple:.2g}'):g}×"
+    return f"{float(f'{multiple:.3g}'):g}×"
 
 
 @functools.lru_cache(maxsize=None)

@@ -35,25 +35,37 @@ def call_each(function, argument_lists: list, with_arguments: bool = False, **ke
 
 
 def timed_call(function, seconds: float, *args, **kwargs) -> tuple:
-    """``(result, seconds taken, stand-in calls)`` of one call, with a time limit of at least ``seconds``.
+    """``(result, seconds taken, round trips)`` of one call, with a time limit of at least ``seconds``.
 
     Against a student's function in the grader, the time is on the grader's clock, less the
-    grader's own time answering the stand-ins the call used (``autograder/stand_ins.py``), and the
-    stand-in calls are counted: a speed check holds whether or not a stand-in was used, with an
-    allowance for each stand-in's round trip that the check decides (``STAND_IN_ROUND_TRIP``).
+    grader's own time answering the stand-ins the call used (``autograder/stand_ins.py``), and each
+    stand-in call's round trip is reported (with whatever the student's code did since the kernel
+    last heard from the grader): a speed check holds whether or not a stand-in was used, allowing for
+    each round trip at most ``STAND_IN_ROUND_TRIP``, for at most as many calls as the task allows.
+    Outside the grader: the call's time, and no round trip.
     """
     timed = getattr(function, "timed_call", None)
     if timed is not None:
         return timed(seconds, *args, **kwargs)
     started = time.perf_counter()
     result = function(*args, **kwargs)
-    return result, time.perf_counter() - started, 0
+    return result, time.perf_counter() - started, []
 
 
-# What one stand-in's round trip (the kernel asks, the grader answers) may cost a timed call, at most,
-# counted for at most as many calls as the course's own solution makes: 1 to 7 ms were measured on a
-# 2-core machine at load 1 to 8. Throw-away stand-in calls cannot buy time: each costs about what it allows.
-STAND_IN_ROUND_TRIP = 0.005
+# The most one stand-in's round trip (the kernel asks, the grader answers) may take off a timed call:
+# 1 to 7 ms were measured on a 2-core machine at load 1 to 8, 10 to 20 ms at load 25. A throw-away
+# stand-in call buys at most this, minus its own cost; a check counts at most as many as the task allows.
+STAND_IN_ROUND_TRIP = 0.010
+
+
+def allowed_for_stand_ins(round_trips: list[float], at_most: int) -> float:
+    """What a timed call's stand-in round trips take off its time: each up to ``STAND_IN_ROUND_TRIP``,
+    the first ``at_most`` of them.
+
+    >>> allowed_for_stand_ins([0.002, 0.5, 0.003], 2)
+    0.012
+    """
+    return sum(min(trip, STAND_IN_ROUND_TRIP) for trip in round_trips[:at_most])
 
 
 def assert_fast_enough(seconds: float, reference_seconds: float, multiple: float, advice: str,
