@@ -44,8 +44,6 @@ def test_a_value_the_kernel_returned_is_never_shown_however_it_is_spelled():
     said = message(QUOTES_THE_VALUE, secret)
     assert said == "tokenize('hello', ...) returned …, the task shows 'right'"
     assert "ZZSECRET" not in said and "4812" not in said
-    # a returned value equal to a string constant of the source is the source's text, not the kernel's
-    assert message(QUOTES_THE_VALUE, "abc") == "tokenize('hello', ...) returned 'abc', the task shows 'right'"
 
 
 def test_an_assert_the_source_does_not_have_gets_the_generic_sentence():
