@@ -19,10 +19,8 @@ from autograder import codec, shapes
 from autograder.kernel import KernelSession
 from autograder.labs import Part, Upstream
 
-# How many calls a reference answered for a student's failing helper, in this process, and the
-# grader's own time answering them: a timed hidden test takes that time off the student's
-# (``check.StudentFunction.timed_call``; a course's helper for hidden tests reads them).
-STAND_IN_CALLS = [0]
+# The grader's own time answering stand-ins in this process: a timed hidden test takes it off the
+# student's time (``check.StudentFunction.timed_call``).
 STAND_IN_SECONDS = [0.0]
 # (arrived, answered) on the grader's clock, for each stand-in call of this process: a timed call's
 # stand-in round trips are read from it (``check.StudentFunction.timed_call``).
@@ -140,7 +138,6 @@ def standing_in(session: KernelSession, helpers: list[Upstream]):
 
         def counted(*args, _run=run, _name=helper.name, **kwargs):
             used.add(_name)
-            STAND_IN_CALLS[0] += 1
             # The student chooses these arguments and the grader pays for the answer: one call's
             # time at most, as for the student's own functions. The answer has the shape the
             # student's own function gave its results, where the task allows several (shapes.py).

@@ -111,8 +111,10 @@ def raised(error: BaseException) -> str:
     return f"on a hidden test input, {name} raised {class_name}"
 
 
-def did_not_finish(call_seconds: float) -> str:
-    return f"your code did not finish within {call_seconds:g} s on a hidden test input: is there a loop that never ends?"
+def did_not_finish(why: str) -> str:
+    """``why``: a :class:`~autograder.kernel.CallTimeout`'s text, which the grader alone writes
+    (``did not finish within 10 s``, or that the notebook's time was used up)."""
+    return f"your code {why} on a hidden test input: is there a loop that never ends?"
 
 
 def out_of_time(seconds: float) -> str:

@@ -79,13 +79,6 @@ def assert_fast_enough(seconds: float, reference_seconds: float, multiple: float
         raise TooSlow(advice, seconds / max(reference_seconds, 1e-9), multiple)
 
 
-def stand_in_calls() -> int:
-    """Calls of stand-in helpers the grader's reference answered so far (``autograder/stand_ins.py``;
-    0 outside the grader). A timed hidden test allows for their round trips: the slowness is ours."""
-    stand_ins = sys.modules.get("autograder.stand_ins")  # imported by the grader only
-    return stand_ins.STAND_IN_CALLS[0] if stand_ins is not None else 0
-
-
 def call_with_time_limit(function, seconds: float, *args, **kwargs):
     """``function(*args, **kwargs)``; against a student's function in the grader, with its own time limit
     of ``seconds`` (at least the usual one) instead of the usual one: for one large case whose size is
