@@ -125,13 +125,13 @@ def _graded(session: KernelSession, part: Part, seconds: float) -> PartResult:
     deadline = time.monotonic() + seconds
     namespace: dict = {"__name__": f"hidden_tests_{part.part_id}"}
     failed = functools.partial(PartResult, part.part_id, 0, part.points)
+    code = _compiled(part.hidden_tests, part.part_id)
     try:
         for name in hidden_test_names(part.hidden_tests):
             kind = session.describe(name)
             if kind == "missing":
                 return failed(f"`{name}` is not defined in your notebook: did the cell that defines it run without errors?")
             namespace[name] = StudentFunction(session, name, deadline) if kind == "function" else session.fetch(name)
-        code = _compiled(part.hidden_tests, part.part_id)
         exec(code, namespace)
     except PartTimeUp:
         return failed(verdicts.out_of_time(seconds))
