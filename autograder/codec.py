@@ -247,20 +247,28 @@ def unpack(text: str):
     return pickle.loads(base64.b64decode(text))
 
 
-def _outcome(function, args, kwargs):
-    """``["returned", <encoded value>]`` or ``["raised", <exception class>, <is built-in>, <message>]``."""
+def _raised(error):
+    """``["raised", <exception class>, <is built-in>, <message>]``."""
     import builtins
 
+    kind = type(error)
+    builtin = getattr(builtins, kind.__name__, None) is kind
+    try:
+        message = str(error)[:500]
+    except Exception:
+        message = "?"
+    return ["raised", kind.__name__, builtin, message]
+
+
+def _outcome(function, args, kwargs, with_arguments=False):
+    """``["returned", <encoded value>]`` (with ``with_arguments``, the arguments as the call left
+    them too) or ``["raised", <exception class>, <is built-in>, <message>]``."""
     try:
         result = function(*args, **kwargs)
     except Exception as error:
-        kind = type(error)
-        builtin = getattr(builtins, kind.__name__, None) is kind
-        try:
-            message = str(error)[:500]
-        except Exception:
-            message = "?"
-        return ["raised", kind.__name__, builtin, message]
+        return _raised(error)
+    if with_arguments:
+        return ["returned", encode(result), encode(list(args))]
     return ["returned", encode(result)]
 
 
@@ -275,7 +283,7 @@ class _OverTime(BaseException):
     ``except Exception`` in the student's code does not swallow it)."""
 
 
-def call_each_in_namespace(namespace, name, payload, seconds=0.0):
+def call_each_in_namespace(namespace, name, payload, seconds=0.0, with_arguments=False):
     """Kernel side: call ``namespace[name]`` once per packed argument list of the packed
     ``(argument_lists, keywords)`` (the same keywords for every call), as a loop would, stopping
     at the first exception; the outcomes as JSON text. Each call gets arguments of its own (a
@@ -298,7 +306,7 @@ def call_each_in_namespace(namespace, name, payload, seconds=0.0):
             try:
                 if timed:
                     signal.setitimer(signal.ITIMER_REAL, seconds)
-                outcome = _outcome(namespace[name], args, kwargs)
+                outcome = _outcome(namespace[name], args, kwargs, with_arguments)
                 if timed:
                     signal.setitimer(signal.ITIMER_REAL, 0)
             except _OverTime:  # (an alarm just after the call returned keeps what it returned)
@@ -439,6 +447,13 @@ def _stand_in(name):
         request = STAND_IN_REQUEST + json.dumps([name, encode([list(args), kwargs])])
         outcome = json.loads(get_ipython().kernel.raw_input(request))
         if outcome[0] == "returned":
+            # The calling convention of the task: an argument the reference changed in place is
+            # changed here too, and a reference that returned its argument returns this one.
+            changes = outcome[2] if len(outcome) > 2 else {}
+            for index, value in changes.get("changed", []):
+                _update_in_place(args[index], decode(value))
+            if changes.get("same") is not None:
+                return args[changes["same"]]
             return decode(outcome[1])
         import builtins
 
@@ -449,6 +464,18 @@ def _stand_in(name):
 
     stand_in.__name__ = stand_in.__qualname__ = name
     return stand_in
+
+
+def _update_in_place(target, value):
+    """Make the list, dict or set ``target`` hold what ``value`` holds, keeping its identity."""
+    if isinstance(target, list) and isinstance(value, list):
+        target[:] = value
+    elif isinstance(target, dict) and isinstance(value, dict):
+        target.clear()
+        target.update(value)
+    elif isinstance(target, set) and isinstance(value, (set, frozenset)):
+        target.clear()
+        target.update(value)
 
 
 def stand_in(namespace, name):
@@ -479,6 +506,15 @@ def answer_stand_in(prompt, references):
         if name not in references:
             raise ValueError(f"the reference {name} is not available here")
         args, kwargs = decode(payload)
-        return json.dumps(_outcome(references[name], list(args), dict(kwargs)))
+        args = list(args)
+        before = [json.dumps(encode(arg)) if isinstance(arg, (list, dict, set)) else None for arg in args]
+        try:
+            result = references[name](*args, **dict(kwargs))
+        except Exception as error:
+            return json.dumps(_raised(error))
+        changed = [[index, encode(arg)] for index, arg in enumerate(args)
+                   if before[index] is not None and json.dumps(encode(arg)) != before[index]]
+        same = next((index for index, arg in enumerate(args) if arg is result and before[index] is not None), None)
+        return json.dumps(["returned", encode(result), {"changed": changed, "same": same}])
     except Exception as error:
         return json.dumps(["raised", "RuntimeError", True, str(error)[:200]])

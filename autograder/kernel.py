@@ -32,7 +32,7 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import LocalProvisioner
 
-from autograder import codec, isolation, tempdirs
+from autograder import codec, isolation, shapes, tempdirs
 from autograder.course import current
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
@@ -854,12 +854,15 @@ class KernelSession:
                                             timeout=self.limits.call_seconds))
         return self._result(name, outcome)
 
-    def call_each(self, name: str, argument_lists: list, within: float | None = None, keywords: dict | None = None) -> "CallResults":
+    def call_each(self, name: str, argument_lists: list, within: float | None = None, keywords: dict | None = None,
+                  with_arguments: bool = False) -> "CallResults":
         """``name(*args, **keywords)`` for each of ``argument_lists``, in one round trip, as a loop
         would call them: each call has its own time limit (``call_seconds``, kept in the kernel), the
         batch stops at the first call that raised, and the results are read lazily, so that the error
         (or time-out) of call k is raised where a loop reaches case k, after the checks of the
-        cases before it. ``within`` caps the whole batch (the part's time left)."""
+        cases before it. ``within`` caps the whole batch (the part's time left). With
+        ``with_arguments``, each result is ``(value, the arguments as the call left them)``: a hidden
+        test can see whether a function changed its input."""
         argument_lists = [list(args) for args in argument_lists]
         keywords = dict(keywords or {})
         self.sent_arguments.extend(argument_lists)
@@ -871,25 +874,36 @@ class KernelSession:
         timeout = seconds * max(1, len(argument_lists)) + self.limits.interrupt_grace_seconds
         if within is not None:
             timeout = min(timeout, max(within, 0.001))
-        outcomes = json.loads(self._evaluate(self._codec("call_each_in_namespace", name, payload, seconds),
-                                             timeout=timeout))
+        call = (self._codec("call_each_in_namespace", name, payload, seconds, True) if with_arguments
+                else self._codec("call_each_in_namespace", name, payload, seconds))
+        outcomes = json.loads(self._evaluate(call, timeout=timeout))
         return CallResults(self, name, outcomes, len(argument_lists))
 
-    @staticmethod
-    def _result(name: str, outcome: list):
+    @property
+    def shapes(self) -> dict:
+        """Function name -> the shape of what it returned (types only; see ``shapes.py``)."""
+        return self.__dict__.setdefault("_shapes", {})
+
+    def _result(self, name: str, outcome: list):
         if outcome[0] == "returned":
-            return codec.decode(outcome[1])
+            value = codec.decode(outcome[1])
+            self.shapes[name] = shapes.merged(self.shapes.get(name), shapes.shape_of(value))
+            if len(outcome) > 2:  # called with its arguments back (``call_each(..., with_arguments=True)``)
+                return value, codec.decode(outcome[2])
+            return value
         _, class_name, builtin, message = outcome
         import builtins
 
         kind = getattr(builtins, str(class_name), None) if builtin else None
         if isinstance(kind, type) and issubclass(kind, Exception):
             try:
-                error = kind(message)
+                error = kind(message)  # the hidden test may read the message; the feedback never shows it
             except Exception:  # a built-in class that takes more than a message (UnicodeDecodeError): still named
                 error = StudentRaised(f"{class_name}: {message}")
         else:  # a class the student made: its name is theirs to choose, like a message, so it is not repeated
-            class_name = OWN_EXCEPTION
-            error = StudentRaised(f"{class_name}: {message}")
-        error.autograder_student = f"{name} raised {class_name}: {message}"
+            kind = None
+            error = StudentRaised(f"{OWN_EXCEPTION}: {message}")
+        # What the feedback may say of it, in the grader's words only: the function called and the
+        # class if it is a built-in one (see check.py).
+        error.autograder_student = (name, kind.__name__ if kind is not None else OWN_EXCEPTION)
         raise error
