@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from autograder import verdicts
 from autograder.kernel import CallTimeout, KernelDied, KernelSession
 from autograder.labs import Part, free_names
+from autograder.limits import PART_SECONDS
 from autograder.stand_ins import STAND_IN_LOG, STAND_IN_SECONDS, failing_upstream, note, standing_in
 
 
@@ -93,7 +94,7 @@ def _compiled(hidden_tests: str, part_id: str):
     return compile(hidden_tests, f"<hidden tests: {part_id}>", "exec", optimize=0)
 
 
-def run_part(session: KernelSession, part: Part, seconds: float = 60.0) -> PartResult:
+def run_part(session: KernelSession, part: Part, seconds: float = PART_SECONDS) -> PartResult:
     """Score one part: full points when every hidden check passes, else zero and why.
 
     One bug costs one part, and a stand-in never costs a student what their own code earns: when an

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from autograder.course import Course, current, use
+from autograder.limits import add_limit_arguments, default_workers
 from autograder.names import terminal
 
 # Exit codes: a user's mistake (argparse's own), and Ctrl-C (128 + SIGINT, as shells report it).
@@ -24,14 +25,6 @@ class UsageError(Exception):
 def fail(message: str, code: int = USAGE) -> int:
     print(f"error: {terminal(message)}", file=sys.stderr)
     return code
-
-
-def _limits(args):
-    from autograder.kernel import Limits
-
-    return Limits(cell_seconds=args.cell_timeout, call_seconds=args.call_timeout,
-                  notebook_seconds=args.notebook_timeout, memory_bytes=int(args.memory_mb * 1024 * 1024),
-                  max_restarts=args.max_restarts, require_isolation=args.require_isolation)
 
 
 def _grade(args) -> int:
@@ -51,8 +44,7 @@ def _grade(args) -> int:
         if not status.startswith("landlock"):
             raise UsageError(f"--require-isolation: kernels cannot be isolated here, so nothing was graded ({status}): "
                              "grade on Linux 5.13 or later with Landlock enabled, or leave out --require-isolation")
-    settings = Settings(limits=_limits(args), data_dir=Path(args.data_dir).resolve(), part_seconds=args.part_timeout,
-                        worker_memory_bytes=int(args.grader_memory_mb * 1024 * 1024), feedback_kernel=not args.one_kernel)
+    settings = Settings.from_arguments(args)
     try:
         roster = read_roster(Path(args.roster)) if args.roster else None
     except (ValueError, OSError) as error:
@@ -150,7 +142,7 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
                        help="folder for grades.csv, feedback/, class_report.md, scores.png, gradebook.db and results/ "
                             "(created if needed; an earlier batch's results there are kept and reported)")
     grade.add_argument("--db", type=Path, help="nbgrader gradebook (SQLite file); default OUT/gradebook.db")
-    grade.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
+    grade.add_argument("--workers", type=int, default=default_workers(),
                        help="notebooks graded at once on this machine, each in a grading process of its own "
                             "(default: twice the cores, %(default)s here, as about a quarter of grading is waiting; "
                             "see benchmarks/profile_grading.md); 0 is 1: one file at a time")
@@ -165,28 +157,7 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
                        help="Dask: allow a scheduler on another machine without TLS and client certificates")
     grade.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
                        help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
-    grade.add_argument("--cell-timeout", type=float, default=60, help="seconds one cell may run (default %(default)s)")
-    grade.add_argument("--call-timeout", type=float, default=10,
-                       help="seconds one call of a student function may run (default %(default)s)")
-    grade.add_argument("--part-timeout", type=float, default=60,
-                       help="seconds the hidden tests of one part may run (default %(default)s)")
-    grade.add_argument("--notebook-timeout", type=float, default=600,
-                       help="seconds everything done for one file may take: cells, hidden tests, restarts and "
-                            "replays (default %(default)s)")
-    grade.add_argument("--require-isolation", action="store_true",
-                       help="refuse to grade unless every kernel runs behind the Landlock boundary (never fall back "
-                            "to the weaker fence; see docs/SECURITY.md)")
-    grade.add_argument("--memory-mb", type=float, default=4096,
-                       help="memory cap of a student's kernel in MiB (default %(default)s)")
-    grade.add_argument("--one-kernel", action="store_true",
-                       help="grade each part at its test cell's place in the notebook's one kernel, never in a "
-                            "second kernel; the feedback then shows the notebook's own output only up to its first "
-                            "hidden test (by default the feedback shows all of it; see docs/GRADING.md)")
-    grade.add_argument("--max-restarts", type=int, default=3,
-                       help="kernel restarts allowed per notebook after a crash (default %(default)s); all within "
-                            "--notebook-timeout")
-    grade.add_argument("--grader-memory-mb", type=float, default=6144,
-                       help="address-space cap of each local grading process in MiB (default %(default)s; 0: none)")
+    add_limit_arguments(grade)  # their defaults: autograder/limits.py
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(run=_grade)
 

@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from autograder import tempdirs
-
 from autograder.course import Course, current, use
+from autograder.limits import PART_SECONDS, Limits
 from autograder.result import GRADED, GRADER_ERROR, NO_NOTEBOOK, GradeResult, PartScore
 
 # The folder that holds this package: in an unpacked zip, Gradescope's /autograder/source.
@@ -56,8 +56,8 @@ class GradescopeConfig:
     lab: str
     data_dir: str  # relative to the unpacked source folder
     visibility: str = "visible"
-    limits: dict = field(default_factory=dict)  # autograder.kernel.Limits fields
-    part_seconds: float = 60.0
+    limits: dict = field(default_factory=dict)  # autograder.limits.Limits fields
+    part_seconds: float = PART_SECONDS
     course: str = ""  # the course object, as module:attr
 
     @classmethod
@@ -142,10 +142,8 @@ def zip_members(lab_id: str, data_dir: Path | None = None) -> tuple[dict[str, Pa
 
 
 def build_zip(lab_id: str, out: Path, data_dir: Path | None = None, visibility: str = "visible",
-              limits=None, part_seconds: float = 60.0) -> Path:
+              limits=None, part_seconds: float = PART_SECONDS) -> Path:
     """Write Gradescope's autograder zip for one lab to ``out``; returns ``out``."""
-    from autograder.kernel import Limits
-
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
     members, shipped_data = zip_members(lab_id, data_dir)
@@ -303,7 +301,6 @@ def grade_submission(root: Path) -> dict:
     """Grade the notebook in ``root/submission`` with the lab of the unpacked zip; Gradescope's results."""
     from autograder.deadline import grade_within_time
     from autograder.grade import Settings
-    from autograder.kernel import Limits
     from autograder.labs import get_lab
 
     config = GradescopeConfig.read(SOURCE)
@@ -375,9 +372,8 @@ def check() -> int:
 
 def add_build_arguments(parser: argparse.ArgumentParser, lab_type=str) -> None:
     """Arguments of ``python -m autograder gradescope`` (``lab_type`` checks the lab's id: cli.lab_choice)."""
-    from autograder.kernel import Limits
+    from autograder.limits import add_limit_arguments
 
-    defaults = Limits()
     course = current()
     parser.description = "Build Gradescope's autograder zip for one lab: upload it to a Programming Assignment."
     parser.add_argument("lab", type=lab_type, metavar="LAB", help=f"the lab to grade: one of {', '.join(course.lab_ids())}")
@@ -387,26 +383,14 @@ def add_build_arguments(parser: argparse.ArgumentParser, lab_type=str) -> None:
                              f"else {course.default_data})")
     parser.add_argument("--visibility", choices=VISIBILITIES, default="visible",
                         help="when students see the results (Gradescope's test visibility; default %(default)s)")
-    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds,
-                        help="seconds one cell may run (default %(default)s)")
-    parser.add_argument("--call-timeout", type=float, default=defaults.call_seconds,
-                        help="seconds one call of a student function may run (default %(default)s)")
-    parser.add_argument("--part-timeout", type=float, default=60.0,
-                        help="seconds the hidden tests of one part may run (default %(default)s)")
-    parser.add_argument("--notebook-timeout", type=float, default=defaults.notebook_seconds,
-                        help="seconds all cells of a notebook may run (default %(default)s; keep it below "
-                             "Gradescope's own timeout)")
-    parser.add_argument("--memory-mb", type=float, default=defaults.memory_bytes / 1024**2,
-                        help="memory cap of the student's kernel in MiB (default %(default)s; keep it below the "
-                             "container's memory)")
+    add_limit_arguments(parser, gradescope=True)  # grade's, with the same defaults (autograder/limits.py)
     parser.set_defaults(run=build_command)
 
 
 def build_command(args) -> int:
-    from autograder.kernel import Limits
+    from autograder.limits import limits_from
 
-    limits = Limits(cell_seconds=args.cell_timeout, call_seconds=args.call_timeout,
-                    notebook_seconds=args.notebook_timeout, memory_bytes=int(args.memory_mb * 1024 * 1024))
+    limits = limits_from(args)
     out = build_zip(args.lab, Path(args.out), Path(args.data_dir) if args.data_dir else None, args.visibility,
                     limits, args.part_timeout)
     with zipfile.ZipFile(out) as archive:

@@ -34,6 +34,7 @@ from jupyter_client.provisioning import LocalProvisioner
 
 from autograder import codec, isolation, shapes, tempdirs
 from autograder.course import current
+from autograder.limits import Limits
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
 ISOLATION_MODULE = Path(__file__).with_name("isolation.py")
@@ -44,38 +45,6 @@ CODEC_MODULE = "_autograder_codec"
 # Read once: every kernel of a run must speak the same protocol as this process, even if the
 # file is edited while a batch is running.
 CODEC_SOURCE = inspect.getsource(codec)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Grading limits; every one can be set from the command line."""
-
-    cell_seconds: float = 60.0
-    call_seconds: float = 10.0
-    notebook_seconds: float = 600.0
-    memory_bytes: int = 4 * 1024**3
-    interrupt_grace_seconds: float = 5.0
-    # Reading what a cell printed takes at most this long: a kernel may publish without end.
-    drain_seconds: float = 2.0
-    # A notebook that kills every kernel would otherwise be replayed without end.
-    max_restarts: int = 3
-    # A kernel's message larger than this is dropped unread (ZMQ_MAXMSGSIZE) before the grader
-    # decodes it: a 200 MB reply grew the grader by 1.3 GB. The call then fails like a dead kernel.
-    reply_bytes: int = 32 * 1024**2
-    # The boundary's other limits (boundary mode only: they need the kernel in its own namespaces).
-    disk_bytes: int = 512 * 1024**2  # the work folder is a tmpfs of this size
-    file_bytes: int = 256 * 1024**2
-    processes: int = 256  # per kernel uid: threads count too
-    open_files: int = 1024
-    cpu_seconds: int = 1800
-    require_isolation: bool = False  # refuse to grade rather than fall back to the fence
-
-    def rlimits(self) -> dict[str, int]:
-        limits = {"RLIMIT_AS": self.memory_bytes, "RLIMIT_FSIZE": self.file_bytes, "RLIMIT_NOFILE": self.open_files,
-                  "RLIMIT_CPU": self.cpu_seconds, "RLIMIT_CORE": 0}
-        if os.geteuid() == 0:  # RLIMIT_NPROC counts every process of the uid: only a uid of its own
-            limits["RLIMIT_NPROC"] = self.processes
-        return {name: value for name, value in limits.items() if value > 0 or name == "RLIMIT_CORE"}
 
 
 class IsolationUnavailable(RuntimeError):

@@ -38,19 +38,9 @@ def _roster(db, path: str) -> tuple[int, int]:
         return load_roster(session, rows)
 
 
-def _grading_settings(args):
-    from autograder.grade import Settings
-    from autograder.kernel import Limits
-
-    limits = Limits(cell_seconds=args.cell_timeout, call_seconds=args.call_timeout, notebook_seconds=args.notebook_timeout,
-                    memory_bytes=int(args.memory_mb * 1024 * 1024), max_restarts=args.max_restarts,
-                    require_isolation=args.require_isolation)
-    return Settings(limits=limits, data_dir=Path(args.data_dir).resolve(), part_seconds=args.part_timeout,
-                    worker_memory_bytes=int(args.grader_memory_mb * 1024 * 1024), feedback_kernel=not args.one_kernel)
-
-
 def settings_from(args):
     """ServiceSettings from ``serve``'s arguments; raises Stop for a mistake."""
+    from autograder.grade import Settings
     from autograder.service.settings import ServiceSettings, is_loopback, parse_deadline, parse_rate, read_deadlines
 
     try:
@@ -83,7 +73,7 @@ def settings_from(args):
         insecure=args.insecure, https_cert=args.https_cert, https_key=args.https_key,
         forwarded_allow_ips=args.forwarded_allow_ips, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
         rate_limit=rate, rate_window=window, deadlines=deadlines, counted=args.counted, workers=args.workers,
-        scheduler=args.scheduler, dask_security=security, grading=_grading_settings(args), log_level=args.log_level)
+        scheduler=args.scheduler, dask_security=security, grading=Settings.from_arguments(args), log_level=args.log_level)
 
 
 def _serve(args) -> int:
@@ -229,6 +219,8 @@ def _guarded(command):
 
 def add_commands(commands, course) -> None:
     """``serve``, ``tokens`` and ``accounts`` as sub-commands of the engine's command line."""
+    from autograder.limits import add_limit_arguments, default_workers
+
     serve = commands.add_parser("serve", help="the grading service: students submit from the notebooks or a web page "
                                               "(docs/SERVICE.md)")
     serve.add_argument("--db", default=DEFAULT_DB, help=f"the database: an SQLite file (default {DEFAULT_DB}) or a "
@@ -242,7 +234,7 @@ def add_commands(commands, course) -> None:
     serve.add_argument("--https-key", type=Path, help="... and its private key")
     serve.add_argument("--forwarded-allow-ips", default="127.0.0.1",
                        help="reverse proxies whose X-Forwarded-Proto/For headers are trusted (default 127.0.0.1)")
-    serve.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
+    serve.add_argument("--workers", type=int, default=default_workers(),
                        help="local grading processes (default: twice the cores, as grade: about a quarter of grading "
                             "is waiting on kernels)")
     serve.add_argument("--scheduler", help="grade on a Dask cluster instead: the scheduler's address (tls://host:8786)")
@@ -262,15 +254,7 @@ def add_commands(commands, course) -> None:
                        help="the attempt that counts: the last graded one (default) or the best")
     serve.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
                        help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
-    serve.add_argument("--cell-timeout", type=float, default=60, help="seconds one cell may run (default 60)")
-    serve.add_argument("--call-timeout", type=float, default=10, help="seconds one call of a student function may run (default 10)")
-    serve.add_argument("--part-timeout", type=float, default=60, help="seconds the hidden tests of one part may run (default 60)")
-    serve.add_argument("--notebook-timeout", type=float, default=600, help="seconds everything done for one notebook may take (default 600)")
-    serve.add_argument("--memory-mb", type=float, default=4096, help="memory cap of a student's kernel in MiB (default 4096)")
-    serve.add_argument("--max-restarts", type=int, default=3, help="kernel restarts per notebook after a crash (default 3)")
-    serve.add_argument("--grader-memory-mb", type=float, default=6144, help="address-space cap of a grading process in MiB (default 6144)")
-    serve.add_argument("--require-isolation", action="store_true", help="never grade behind the weaker fence (see the README)")
-    serve.add_argument("--one-kernel", action="store_true", help="as grade --one-kernel")
+    add_limit_arguments(serve)  # grade's, with the same defaults (autograder/limits.py)
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                        help="how much the server logs (default info; never a token or a notebook's content)")
     serve.set_defaults(run=_guarded(_serve))

@@ -47,7 +47,7 @@ class ServiceSettings:
     rate_window: float = 3600.0
     deadlines: dict[str, Deadline] = field(default_factory=dict)
     counted: str = "last"  # the attempt that counts: the last graded, or the best
-    workers: int = 2  # local grading processes
+    workers: int = 2  # local grading processes (serve --workers: limits.default_workers())
     scheduler: str | None = None  # a Dask scheduler instead of local processes
     dask_security: object | None = None  # distributed.security.Security, see autograder.batch.dask_security
     grading: Settings = field(default_factory=Settings)
