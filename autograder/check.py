@@ -7,28 +7,17 @@ hidden tests, their inputs or the reference, and cannot reach the comparison.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from autograder import verdicts
+from autograder.course_interface import STAND_INS, GraderFunction, student_error
 from autograder.kernel import CallTimeout, KernelDied, KernelSession
 from autograder.labs import Part, free_names
 from autograder.limits import PART_SECONDS
-from autograder.stand_ins import STAND_IN_LOG, STAND_IN_SECONDS, failing_upstream, note, standing_in
-
-
-@dataclass
-class PartResult:
-    part_id: str
-    score: float
-    max_score: float
-    message: str = ""
-
-    @property
-    def passed(self) -> bool:
-        return self.score >= self.max_score
+from autograder.result import PartScore, Verdict
+from autograder.stand_ins import failing_upstream, note, standing_in
 
 
 ALL_PASSED = "all checks passed"  # a part's message when it earned its points
@@ -38,8 +27,9 @@ class PartTimeUp(Exception):
     pass
 
 
-class StudentFunction:
-    """Calls the student's function of that name in the kernel; returns plain values."""
+class StudentFunction(GraderFunction):
+    """Calls the student's function of that name in the kernel; returns plain values (what a hidden
+    test is given for it: ``course_interface.py``)."""
 
     def __init__(self, session: KernelSession, name: str, deadline: float):
         self.session, self.__name__, self.deadline = session, name, deadline
@@ -53,12 +43,8 @@ class StudentFunction:
         """One call with its own time limit: what a course's ``call_with_time_limit`` helper for hidden tests calls."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
-        usual = self.session.limits
-        self.session.limits = dataclasses.replace(usual, call_seconds=max(seconds, usual.call_seconds))
-        try:
+        with self.session.limits_for(seconds):
             return self.session.call(self.__name__, *args, **kwargs)
-        finally:
-            self.session.limits = usual
 
     def timed_call(self, seconds: float, *args, **kwargs) -> tuple:
         """``(result, seconds, round trips)``: one call (with a time limit of at least ``seconds``), its
@@ -66,13 +52,13 @@ class StudentFunction:
         each stand-in call, the time from the kernel's previous word to its request (the call's start, or
         the previous answer): the round trip, and whatever the student's code did in between. What a
         course's ``timed_call`` helper calls."""
-        first, service = len(STAND_IN_LOG), STAND_IN_SECONDS[0]
+        first, service = len(STAND_INS.answers), STAND_INS.seconds
         started = time.perf_counter()
         result = self.call_with_time_limit(seconds, *args, **kwargs)
         elapsed = time.perf_counter() - started
-        log = STAND_IN_LOG[first:]
+        log = STAND_INS.answers[first:]
         gaps = [arrived - previous for (arrived, _), previous in zip(log, [started] + [answered for _, answered in log])]
-        return result, elapsed - (STAND_IN_SECONDS[0] - service), gaps
+        return result, elapsed - (STAND_INS.seconds - service), gaps
 
     def call_each(self, argument_lists: list, with_arguments: bool = False, **keywords) -> list:
         """Many calls in one round trip: what a course's ``call_each`` helper for hidden tests calls."""
@@ -94,7 +80,7 @@ def _compiled(hidden_tests: str, part_id: str):
     return compile(hidden_tests, f"<hidden tests: {part_id}>", "exec", optimize=0)
 
 
-def run_part(session: KernelSession, part: Part, seconds: float = PART_SECONDS) -> PartResult:
+def run_part(session: KernelSession, part: Part, seconds: float = PART_SECONDS) -> PartScore:
     """Score one part: full points when every hidden check passes, else zero and why.
 
     One bug costs one part, and a stand-in never costs a student what their own code earns: when an
@@ -111,7 +97,7 @@ def run_part(session: KernelSession, part: Part, seconds: float = PART_SECONDS) 
             with standing_in(session, helpers) as used:
                 stood = _graded(session, part, seconds)
         except (KernelDied, CallTimeout):  # the stand-ins could not be placed
-            stood, used = PartResult(part.part_id, 0, part.points, verdicts.NOT_GRADED), set()
+            stood, used = PartScore(part.part_id, 0, part.points, verdicts.NOT_GRADED, verdict=Verdict.NOT_GRADED), set()
         said = note(part, helpers, used)
         if said and stood.score > own.score:
             result = replace(stood, message=f"{said}; {stood.message}")
@@ -121,29 +107,34 @@ def run_part(session: KernelSession, part: Part, seconds: float = PART_SECONDS) 
     return result
 
 
-def _graded(session: KernelSession, part: Part, seconds: float) -> PartResult:
+def _graded(session: KernelSession, part: Part, seconds: float) -> PartScore:
     """The part's hidden tests once; the message is the grader's own (``verdicts.py``)."""
     deadline = time.monotonic() + seconds
     namespace: dict = {"__name__": f"hidden_tests_{part.part_id}"}
-    failed = functools.partial(PartResult, part.part_id, 0, part.points)
+    def failed(message: str, verdict: Verdict) -> PartScore:
+        return PartScore(part.part_id, 0, part.points, message, verdict=verdict)
+
     code = _compiled(part.hidden_tests, part.part_id)
     try:
         for name in hidden_test_names(part.hidden_tests):
             kind = session.describe(name)
             if kind == "missing":
-                return failed(f"`{name}` is not defined in your notebook: did the cell that defines it run without errors?")
+                return failed(f"`{name}` is not defined in your notebook: did the cell that defines it run without errors?",
+                              Verdict.MISSING)
             namespace[name] = StudentFunction(session, name, deadline) if kind == "function" else session.fetch(name)
         exec(code, namespace)
     except PartTimeUp:
-        return failed(verdicts.out_of_time(seconds))
+        return failed(verdicts.out_of_time(seconds), Verdict.OUT_OF_TIME)
     except CallTimeout as slow:  # the grader's own words: which limit ran out
-        return failed(verdicts.did_not_finish(str(slow)))
+        return failed(verdicts.did_not_finish(str(slow)), Verdict.DID_NOT_FINISH)
     except KernelDied:
-        return failed(verdicts.KERNEL_DIED)
+        return failed(verdicts.KERNEL_DIED, Verdict.KERNEL_DIED)
     except Exception as error:
-        if getattr(error, "autograder_student", None):  # raised by the student's function (an AssertionError too)
-            return failed(verdicts.raised(error))
+        said = student_error(error)
+        if said is not None:  # raised by the student's function (an AssertionError too)
+            return failed(verdicts.raised(said), Verdict.RAISED)
         if isinstance(error, AssertionError):
-            return failed(verdicts.assertion_text(error, part.hidden_tests, code.co_filename))
-        return failed(verdicts.NOT_CHECKABLE)
-    return PartResult(part.part_id, part.points, part.points, ALL_PASSED)
+            return failed(verdicts.assertion_text(error, part.hidden_tests, code.co_filename),
+                          Verdict.TOO_SLOW if isinstance(error, verdicts.TooSlow) else Verdict.FAILED_CHECK)
+        return failed(verdicts.NOT_CHECKABLE, Verdict.NOT_CHECKABLE)
+    return PartScore(part.part_id, part.points, part.points, ALL_PASSED, verdict=Verdict.PASSED)

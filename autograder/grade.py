@@ -19,18 +19,20 @@ import functools
 import re
 import time
 import traceback
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder import tempdirs
-from autograder.check import ALL_PASSED, hidden_test_names, run_part
+from autograder.check import hidden_test_names, run_part
 from autograder.course import current
 from autograder.intake import read_submission
 from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
+from autograder.kernel_boundary import CoursePaths
+from autograder.kernel_process import Clock
 from autograder.labs import get_lab, release_cells
 from autograder.limits import GRADER_MEMORY_BYTES, PART_SECONDS, MiB, limits_from
 from autograder.repair import Step, repair
-from autograder.result import GRADER_ERROR, GradeResult, MalformedResult
+from autograder.result import GRADER_ERROR, CellEvent, GradeResult, IntegrityEvent, PartScore, Verdict
 
 
 
@@ -102,9 +104,6 @@ class Redactor:
     ``abcab`` but not the public ``</w>``, and ``['ba', 'c']`` stays when the notebook has ``["ba", "c"]``.
     """
 
-    # Messages that are the grader's own words, with nothing of an input in them.
-    FIXED = frozenset({"", ALL_PASSED})
-
     def __init__(self, arguments: list, public: str, shortest: int = 3, shown: frozenset[str] = frozenset()):
         self._arguments, self._public, self._shortest, self._shown = arguments, public, shortest, shown
 
@@ -139,8 +138,13 @@ class Redactor:
             walk(argument)
         return sorted((f for f in fragments if len(f) >= self._shortest), key=len, reverse=True)
 
+    def part(self, score: PartScore) -> str:
+        """A part's message as the student may read it: a passed part's is the grader's own words
+        (with the names of the lab's functions) and is kept; any other's may quote the hidden tests."""
+        return score.message if score.verdict is Verdict.PASSED else self(score.message)
+
     def __call__(self, text: str) -> str:
-        if text in self.FIXED:
+        if not text:
             return text
         for fragment in self.fragments:
             if fragment in text:
@@ -160,9 +164,28 @@ def grade_file(path: Path, student_id: str, settings: Settings = Settings(), att
     return replace(result, seconds=round(time.monotonic() - started, 3))
 
 
-def _empty_result(path: Path, student_id: str) -> dict:
-    """What ``_grade`` fills in: the JSON data of a result with nothing found yet."""
-    return GradeResult(student_id, str(path)).to_json()
+@dataclass
+class Progress:
+    """What grading one file has found so far: kept in the row if a later step fails (``grader_error``)."""
+
+    student_id: str
+    file: str
+    status: str = GRADER_ERROR
+    message: str = ""
+    lab: str | None = None
+    sha256: str | None = None
+    max_score: float | None = None
+    integrity: list[IntegrityEvent] = field(default_factory=list)
+    cells: list[CellEvent] = field(default_factory=list)
+    isolation: str | None = None
+    kernels: int = 0
+    exposed: bool = False  # a hidden input may have reached a kernel
+
+    def result(self, **graded) -> GradeResult:
+        """The row: what was found, and ``graded`` (parts, score, restarts; or a grader error's fields)."""
+        return GradeResult(self.student_id, self.file, status=self.status, message=self.message, lab=self.lab,
+                           sha256=self.sha256, max_score=self.max_score, integrity=list(self.integrity),
+                           cells=list(self.cells), isolation=self.isolation, kernels=self.kernels, **graded)
 
 
 def error_result(path: Path, student_id: str, status: str, message: str) -> GradeResult:
@@ -173,24 +196,21 @@ def error_result(path: Path, student_id: str, status: str, message: str) -> Grad
 def _guarded(path: Path, student_id: str, settings: Settings, started: float) -> GradeResult:
     """Every step for one file; whatever it raises (RecursionError, MemoryError, a bug of ours)
     costs this file's row only."""
-    found, exposed = _empty_result(path, student_id), [False]
+    found = Progress(student_id, str(path))
     try:
-        _grade(Path(path), student_id, settings, started, found, exposed)
-        return GradeResult.from_json(found)
+        return _grade(Path(path), settings, started, found)
     except Exception as error:
         # After a hidden input reached a kernel, an error's text may carry what that kernel said
         # (a log, a reply): the row names the class of error only. The traceback is the instructor's.
-        said = "" if exposed[0] else f": {str(error)[:300]}"
+        said = "" if found.exposed else f": {str(error)[:300]}"
         message = f"this file could not be graded ({type(error).__name__}{said})"
         try:
             trace = traceback.format_exc(limit=20)[-5000:]
         except Exception:
             trace = None
-    try:  # what was found before the failure stays: the lab, the file's hash, the integrity report, the cells that ran
-        partial = GradeResult.from_json({**found, "status": GRADER_ERROR})
-    except MalformedResult:  # what _grade filled in is itself what failed
-        partial = GradeResult(student_id, str(path))
-    return replace(partial, status=GRADER_ERROR, message=message, parts={}, score=None, traceback=trace)
+    # What was found before the failure stays: the lab, the file's hash, the integrity report, the cells that ran.
+    found.status, found.message = GRADER_ERROR, message
+    return found.result(traceback=trace)
 
 
 @functools.lru_cache(maxsize=None)
@@ -200,46 +220,48 @@ def release_imports(lab_id: str) -> tuple[str, ...]:
 
 
 def _session(workdir: str, name: str, settings: Settings, started: float, lab_id: str) -> KernelSession:
-    session = KernelSession(Path(workdir) / name, settings.limits, Path(settings.data_dir or current().default_data).resolve(), settings.denied,
-                            preload=release_imports(lab_id))
-    session._started_at = started  # one clock for everything done for this file
-    return session
+    course = current()
+    # One clock for everything done for this file.
+    return KernelSession(Path(workdir) / name, settings.limits, Path(settings.data_dir or course.default_data).resolve(),
+                         settings.denied, preload=release_imports(lab_id), course=CoursePaths.of(course),
+                         clock=Clock(settings.limits.notebook_seconds, started))
 
 
-def _grade(path: Path, student_id: str, settings: Settings, started: float, result: dict, exposed: list) -> None:
-    """Fills ``result`` in; sets ``exposed[0]`` once a hidden input may have reached a kernel."""
-    sub = read_submission(path, student_id)
-    result.update(sha256=sub.sha256, lab=sub.lab_id, status=sub.status, message=sub.message,
-                  integrity=[{"event": "converted", "cell": "-", "detail": n} for n in sub.notes])
+def _grade(path: Path, settings: Settings, started: float, found: Progress) -> GradeResult:
+    """The file's row; ``found`` holds what was found so far, and says once a hidden input may have reached a kernel."""
+    sub = read_submission(path, found.student_id)
+    found.sha256, found.lab, found.status, found.message = sub.sha256, sub.lab_id, sub.status, sub.message
+    found.integrity = [IntegrityEvent("converted", "-", note) for note in sub.notes]
     if sub.status != "ok":
-        return
+        return found.result()
     lab = get_lab(sub.lab_id)
-    result["max_score"] = lab.max_score
+    found.max_score = lab.max_score
     repaired = repair(sub.notebook, lab)
-    result["integrity"] += repaired.integrity
+    found.integrity += repaired.integrity
     parts = {part.part_id: part for part in lab.parts}
     program = needed_steps(repaired.program)
     # the cells a student added after the last check run too (for the feedback): their errors are shown
     shown = program + [step for step in repaired.program[len(program):] if step.kind != "given"]
-    graded: dict[str, dict] = {}
+    graded: dict[str, PartScore] = {}
     visible: dict[str, str] = {}
     with tempdirs.folder("grade") as workdir:
-        result["kernels"] = 1
+        found.kernels = 1
         if not settings.feedback_kernel:  # --one-kernel: shown is only what ran before the first hidden input
-            exposed[0] = True
-            graded, sent, restarts, result["isolation"] = _graded_at_place(
-                workdir, shown, parts, lab, settings, started, visible, result["cells"], then_at_end=True)
+            found.exposed = True
+            alone = _graded_at_place(workdir, shown, parts, lab, settings, started, visible, found.cells,
+                                     then_at_end=True)
+            graded, sent, restarts, found.isolation = alone.parts, alone.sent, alone.restarts, alone.isolation
         else:
             # 1. One kernel runs the notebook with its visible checks: all the student is shown, before
             # any hidden input exists in it. Then the hidden tests, after the whole notebook ran.
             with _session(workdir, "grading", settings, started, lab.lab_id) as session:
-                result["isolation"] = session.isolation
-                order = _visible_run(session, shown, parts, visible, result["cells"])
+                found.isolation = session.isolation
+                order = _visible_run(session, shown, parts, visible, found.cells)
                 try:
                     moved = session.changed_since(order)
                 except (CallTimeout, KernelDied):
                     moved = order
-                exposed[0] = True
+                found.exposed = True
                 for part_id in order:
                     graded[part_id] = _hidden_tests(session, parts[part_id], settings)
                 _grade_the_rest(session, lab, graded, settings)
@@ -250,24 +272,23 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
                 # function, changed a global it reads, defined a helper it calls...): hidden tests at
                 # each test cell's place, in a second kernel. Nothing of that kernel's output is shown.
                 # A moved part keeps the better of its two grades (see at_end_if_better).
-                result["kernels"] = 2
+                found.kernels = 2
                 try:
-                    at_place, more_sent, more, _ = _graded_at_place(workdir, program, parts, lab, settings, started)
-                    restarts += more
+                    second = _graded_at_place(workdir, program, parts, lab, settings, started)
+                    at_place, more_sent = second.parts, second.sent
+                    restarts += second.restarts
                 except CallTimeout as failed:  # the notebook's time was used up before it could start
-                    more_sent, at_place = [], {part.part_id: {"part_id": part.part_id, "score": 0, "max_score": part.points,
-                                                "message": f"not graded: {failed}"} for part in lab.parts}
+                    more_sent = []
+                    at_place = {part.part_id: PartScore(part.part_id, 0, part.points, f"not graded: {failed}",
+                                                        verdict=Verdict.OUT_OF_TIME) for part in lab.parts}
                 sent += more_sent
                 graded = {part_id: at_end_if_better(at_place[part_id], entry) if part_id in moved else at_place[part_id]
                           for part_id, entry in graded.items()}
     redact = Redactor(sent, public_text(lab.lab_id), shown=public_values(lab.lab_id))
-    for part_id, entry in graded.items():
-        entry["message"] = redact(entry["message"])
-        entry["visible_check"] = visible.get(part_id, "")
-    result["parts"] = {part.part_id: graded[part.part_id] for part in lab.parts}
-    result["restarts"] = restarts
-    result["score"] = sum(p["score"] for p in result["parts"].values())
-    result["status"] = "graded"
+    scored = {part.part_id: replace(graded[part.part_id], message=redact.part(graded[part.part_id]),
+                                    visible_check=visible.get(part.part_id, "")) for part in lab.parts}
+    found.status, found.message = "graded", sub.message
+    return found.result(parts=scored, restarts=restarts, score=sum(p.score for p in scored.values()))
 
 
 def needed_steps(program: list) -> list:
@@ -282,7 +303,7 @@ def needed_steps(program: list) -> list:
 
 
 def _visible_run(session: KernelSession, program: list, parts: dict, visible: dict[str, str],
-                 cells: list[dict]) -> list[str]:
+                 cells: list[CellEvent]) -> list[str]:
     """Run the program with the visible checks; their output and the cells' errors are what the
     student is shown. Just before each part's test cell, the kernel notes what that part's hidden
     tests can reach. Returns the parts in the order their test cells ran."""
@@ -300,32 +321,41 @@ def _visible_run(session: KernelSession, program: list, parts: dict, visible: di
             continue
         run = session.run_cell(step.source)
         if run.status != "ok":
-            cells.append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
+            cells.append(CellEvent(step.cell_id, step.kind, run.status, run.error))
     return order
 
 
-def at_end_if_better(at_place: dict, at_end: dict) -> dict:
+def at_end_if_better(at_place: PartScore, at_end: PartScore) -> PartScore:
     """A part graded at its test cell's place and after the whole notebook ran: the grade at its place,
     unless only the whole notebook earns the points (a helper defined in a cell added below the test),
     which then count, with a note to move that cell up. The student guide promises this."""
-    if at_place["score"] >= at_end["score"]:
+    if at_place.score >= at_end.score:
         return at_place
-    return {**at_end, "message": f"{MOVE_IT_UP}; {at_end['message']}"}
+    return replace(at_end, message=f"{MOVE_IT_UP}; {at_end.message}")
 
 
 MOVE_IT_UP = ("earned once the whole notebook had run: this part uses something that a cell below its test defines "
               "or changes (the part's own check, where it stands, did not see it); move that cell above the test")
 
 
+@dataclass(frozen=True)
+class AtPlace:
+    """What :func:`_graded_at_place` found: each part's grade, the arguments sent, the kernel's restarts and isolation."""
+
+    parts: dict[str, PartScore]
+    sent: list
+    restarts: int
+    isolation: str
+
+
 def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Settings, started: float,
-                     visible: dict[str, str] | None = None, cells: list[dict] | None = None,
-                     then_at_end: bool = False) -> tuple:
+                     visible: dict[str, str] | None = None, cells: list[CellEvent] | None = None,
+                     then_at_end: bool = False) -> AtPlace:
     """Each part's hidden tests at its test cell's place, in a kernel of its own; with ``visible``
     and ``cells``, what the notebook showed before the first hidden input reached the kernel. With
     ``then_at_end``, a part that failed at its place and has a cell added below it is graded once
-    more after the whole program ran, and keeps the better grade (``at_end_if_better``).
-    Returns (part results, arguments sent, restarts, isolation)."""
-    graded: dict[str, dict] = {}
+    more after the whole program ran, and keeps the better grade (``at_end_if_better``)."""
+    graded: dict[str, PartScore] = {}
     added_below: set[str] = set()
     with _session(workdir, "at-place", settings, started, lab.lab_id) as session:
         for step in program:
@@ -335,7 +365,7 @@ def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Se
             if step.kind != "check":
                 run = session.run_cell(step.source)
                 if run.status != "ok" and untouched and cells is not None:
-                    cells.append({"cell": step.cell_id, "kind": step.kind, "status": run.status, "error": run.error})
+                    cells.append(CellEvent(step.cell_id, step.kind, run.status, run.error))
             elif step.cell_id in parts and step.cell_id not in graded:
                 if untouched and visible is not None:
                     run = session.run_cell(step.source, replay=False, capture=True)
@@ -344,25 +374,25 @@ def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Se
         _grade_the_rest(session, lab, graded, settings)
         if then_at_end:
             for part_id in added_below:
-                if graded[part_id]["score"] < graded[part_id]["max_score"]:
+                if not graded[part_id].passed:
                     graded[part_id] = at_end_if_better(graded[part_id], _hidden_tests(session, parts[part_id], settings))
-        return graded, session.sent_arguments, session.restarts, session.isolation
+        return AtPlace(graded, session.sent_arguments, session.restarts, session.isolation)
 
 
-def _grade_the_rest(session: KernelSession, lab, graded: dict[str, dict], settings: Settings) -> None:
+def _grade_the_rest(session: KernelSession, lab, graded: dict[str, PartScore], settings: Settings) -> None:
     """The parts whose test cell never ran (never, for a built lab), after the others."""
     for part in lab.parts:
         if part.part_id not in graded:  # not setdefault: its argument would grade every part again
             graded[part.part_id] = _hidden_tests(session, part, settings)
 
 
-def _hidden_tests(session: KernelSession, part, settings: Settings) -> dict:
+def _hidden_tests(session: KernelSession, part, settings: Settings) -> PartScore:
     """The part's hidden tests, in the grader's process, against the student's functions."""
     if session.seconds_left <= 0:
-        return {"part_id": part.part_id, "score": 0, "max_score": part.points,
-                "message": "not graded: the notebook's time limit was used up before this part"}
+        return PartScore(part.part_id, 0, part.points, "not graded: the notebook's time limit was used up before this part",
+                         verdict=Verdict.OUT_OF_TIME)
     try:  # the message is the grader's own, never text a kernel made (verdicts.py)
-        return asdict(run_part(session, part, min(settings.part_seconds, session.seconds_left)))
+        return run_part(session, part, min(settings.part_seconds, session.seconds_left))
     except Exception as error:  # the kernel could not be brought back: this part only
-        return {"part_id": part.part_id, "score": 0, "max_score": part.points,
-                "message": f"this part could not be graded ({type(error).__name__})"}
+        return PartScore(part.part_id, 0, part.points, f"this part could not be graded ({type(error).__name__})",
+                         verdict=Verdict.NOT_GRADED)

@@ -23,7 +23,8 @@ import os
 import platform
 import resource
 import struct
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
 
 libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -550,3 +551,54 @@ def set_limits(limits: dict[str, int]) -> None:
     for name, value in limits.items():
         number = getattr(resource, name)
         resource.setrlimit(number, (value, value))
+
+
+@dataclass(frozen=True)
+class LauncherSettings:
+    """What ``sandbox_launcher.py`` builds a kernel's boundary (or fence) from: made by the grader
+    (``workspace.Workspace.environment``), sent in the kernel's environment as JSON (:meth:`encode`),
+    read back by the launcher (:meth:`decode`, the one reader).
+
+    >>> fence = LauncherSettings("fence", 1 << 30, denied=["/course"], allowed=["/work"])
+    >>> LauncherSettings.decode(fence.encode()) == fence
+    True
+    >>> boundary = fence.with_boundary(workdir="/work", rlimits={"RLIMIT_CORE": 0})
+    >>> LauncherSettings.decode(boundary.encode()).rlimits
+    {'RLIMIT_CORE': 0}
+    """
+
+    VARIABLE = "AUTOGRADER_SANDBOX"  # the environment variable that carries them
+
+    mode: str  # "boundary" (Landlock, namespaces, seccomp) or "fence" (the audit hook)
+    memory_bytes: int
+    denied: list[str] = field(default_factory=list)  # folders a kernel must never read
+    allowed: list[str] = field(default_factory=list)  # the fence's allow-list
+    uid: int | None = None  # the kernel's own uid and gid (root only)
+    gid: int | None = None
+    probe: bool = False  # exit once the fence is in place (never set by the grader today)
+    # boundary mode only:
+    workdir: str = ""
+    sockets_dir: str = ""
+    connection_file: str = ""
+    disk_bytes: int = 0
+    root_dir: str = ""
+    cgroups: list[str] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)  # name in the work folder -> folder it shows
+    read_only: list[str] = field(default_factory=list)
+    rlimits: dict[str, int] = field(default_factory=dict)
+
+    def with_boundary(self, **settings) -> "LauncherSettings":
+        """These settings in boundary mode, with the boundary's own settings."""
+        return replace(self, mode="boundary", **settings)
+
+    def encode(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def decode(cls, text: str) -> "LauncherSettings":
+        data = json.loads(text)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"launcher settings: unknown field(s) {', '.join(unknown)}")
+        return cls(**data)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 from autograder.labs import Lab, nbgrader_meta, release_cells
+from autograder.result import IntegrityEvent
 
 # A given cell with this tag only demonstrates (a timing run, a plot of the whole corpus): the
 # grader does not run it, and nothing a graded part needs may be defined in it.
@@ -39,7 +40,7 @@ class Step:
 class Repaired:
     program: list[Step]
     checks: dict[str, str]  # part id -> the visible check code, as released
-    integrity: list[dict] = field(default_factory=list)
+    integrity: list[IntegrityEvent] = field(default_factory=list)
 
 
 # How alike (difflib ratio) an unmatched code cell must be to a given cell to count as that cell, edited.
@@ -173,12 +174,12 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
     release = release_cells(lab.lab_id)
     cells = list(nb.cells)
     matched = match_cells(release, cells)
-    report: list[dict] = []
+    report: list[IntegrityEvent] = []
     program: list[Step] = []
     checks: dict[str, str] = {}
 
     def note(kind, cell_id, detail):
-        report.append({"event": kind, "cell": cell_id, "detail": detail})
+        report.append(IntegrityEvent(kind, cell_id, detail))
 
     moved = _out_of_order(matched)
     added_after: dict[int, list[int]] = {}

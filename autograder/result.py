@@ -9,6 +9,7 @@ JSON data and back; ``from_json`` checks every field against its declared type a
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types
 import typing
 from dataclasses import dataclass, field
@@ -39,6 +40,22 @@ class MalformedResult(ValueError):
     """JSON data that is not a grading result (a damaged or foreign results file)."""
 
 
+class Verdict(str, enum.Enum):
+    """What a part's hidden tests found: the feedback's words are chosen from it (``verdicts.py``,
+    ``grade.Redactor``), never from a message's text."""
+
+    PASSED = "passed"
+    FAILED_CHECK = "failed_check"  # an assert of the hidden tests: its message is rendered from their source
+    TOO_SLOW = "too_slow"  # a speed check: the grader's measurements
+    RAISED = "raised"  # the student's function raised: the function and the class, never the message
+    DID_NOT_FINISH = "did_not_finish"  # a call ran out of its time
+    OUT_OF_TIME = "out_of_time"  # the part's or the notebook's time was used up
+    KERNEL_DIED = "kernel_died"
+    NOT_CHECKABLE = "not_checkable"  # what the code returned could not be checked
+    MISSING = "missing"  # a name the hidden tests use is not defined
+    NOT_GRADED = "not_graded"  # the grader could not grade the part
+
+
 @dataclass(frozen=True)
 class PartScore:
     """One graded part: its points, the hidden tests' message, and what the notebook's own check printed."""
@@ -48,6 +65,7 @@ class PartScore:
     max_score: float
     message: str = ""
     visible_check: str = ""
+    verdict: Verdict | None = None  # None in results written before verdicts were recorded
 
     @property
     def passed(self) -> bool:
@@ -159,6 +177,11 @@ def _decode(kind, value, where: str):
         if not isinstance(value, list):
             raise MalformedResult(f"{where}: expected a list, got {type(value).__name__}")
         return [_decode(arguments[0], item, f"{where}[{index}]") for index, item in enumerate(value)]
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        try:
+            return kind(value)
+        except ValueError:
+            raise MalformedResult(f"{where}: {str(value)[:40]!r} is not a {kind.__name__}") from None
     # bool is an int to Python but not a number here; an int is a float (kept as it is: 2 stays 2 in grades.csv)
     accepted = {float: (int, float), int: (int,), str: (str,)}[kind]
     if isinstance(value, bool) or not isinstance(value, accepted):

@@ -46,11 +46,11 @@ def _deepest(path, roots):
 
 def install_fence(settings):
     """The Python-level fence: a memory cap and an audit hook (``sys.addaudithook`` cannot be removed)."""
-    memory = int(settings["memory_bytes"])
+    memory = int(settings.memory_bytes)
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    denied = [os.path.realpath(p) for p in settings["denied"]]
-    allowed = [os.path.realpath(p) for p in settings["allowed"]]
+    denied = [os.path.realpath(p) for p in settings.denied]
+    allowed = [os.path.realpath(p) for p in settings.allowed]
     own_pid = os.getpid()
 
     def refuse(what):
@@ -79,9 +79,9 @@ def install_fence(settings):
 
 def landlock_rules(settings, own_proc):
     iso = autograder_isolation
-    rules = iso.rules_excluding(settings["read_only"], iso.READ_ONLY, settings["denied"])
-    rules += [(settings["workdir"], iso.READ_WRITE), (settings["sockets_dir"], iso.SOCKETS_ONLY),
-              (settings["connection_file"], iso.ACCESS_FS_READ_FILE),
+    rules = iso.rules_excluding(settings.read_only, iso.READ_ONLY, settings.denied)
+    rules += [(settings.workdir, iso.READ_WRITE), (settings.sockets_dir, iso.SOCKETS_ONLY),
+              (settings.connection_file, iso.ACCESS_FS_READ_FILE),
               ("/dev/null", iso.ACCESS_FS_READ_FILE | iso.ACCESS_FS_WRITE_FILE | iso.ACCESS_FS_TRUNCATE),
               ("/dev/zero", iso.ACCESS_FS_READ_FILE), ("/dev/urandom", iso.ACCESS_FS_READ_FILE),
               ("/dev/random", iso.ACCESS_FS_READ_FILE), ("/sys/devices/system/cpu", iso.READ_ONLY),
@@ -93,20 +93,20 @@ def enter_boundary(settings, parent_alive_fd):
     """Run in process 1 of the new PID namespace: every step of the boundary, in order. Returns what
     was applied, in the words of grades.csv's ``isolation`` column (``landlock-abi7+seccomp+...``)."""
     iso = autograder_isolation
-    uid, gid = settings.get("uid"), settings.get("gid")
-    workdir, new_root = settings["workdir"], settings["root_dir"]
+    uid, gid = settings.uid, settings.gid
+    workdir, new_root = settings.workdir, settings.root_dir
     iso.make_mounts_private()
     # A root file system of its own: the allowed folders only, so that no other file, and no Unix
     # socket of the machine (Landlock cannot refuse connecting to one), exists for the kernel.
-    iso.build_root(new_root, settings["read_only"] + ["/sys/devices/system/cpu", settings["connection_file"]],
-                   read_write=[settings["sockets_dir"]], devices=DEVICES)
-    iso.mount_private_tmpfs(new_root + workdir, int(settings["disk_bytes"]), uid, gid)
+    iso.build_root(new_root, settings.read_only + ["/sys/devices/system/cpu", settings.connection_file],
+                   read_write=[settings.sockets_dir], devices=DEVICES)
+    iso.mount_private_tmpfs(new_root + workdir, int(settings.disk_bytes), uid, gid)
     own_proc = True
     try:
         iso.mount("proc", new_root + "/proc", "proc", iso.MS_NOSUID | iso.MS_NODEV | iso.MS_NOEXEC)
     except OSError:
         own_proc = False  # some containers forbid it: then no /proc at all
-    for name, target in settings.get("links", {}).items():
+    for name, target in settings.links.items():
         os.symlink(target, os.path.join(new_root + workdir, name))
     for folder in ("tmp", ".matplotlib", ".ipython", ".cache"):
         path = os.path.join(new_root + workdir, folder)
@@ -114,7 +114,7 @@ def enter_boundary(settings, parent_alive_fd):
         if uid is not None:
             os.chown(path, uid, gid)
     iso.pivot_into(new_root)
-    iso.set_limits(settings["rlimits"])
+    iso.set_limits(settings.rlimits)
     if uid is not None:
         iso.drop_to_user(uid, gid)
     iso.die_with_parent(signal.SIGKILL)
@@ -151,19 +151,19 @@ DEVICES = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
 def run_kernel(settings):
     install_fence(settings)
     os.environ.pop("JPY_PARENT_PID", None)  # process 1 has no parent to poll
-    if settings["mode"] != "boundary":
-        uid = settings.get("uid")
+    if settings.mode != "boundary":
+        uid = settings.uid
         if uid is not None:  # the fence as root: a uid of its own, which cannot read the grader's private files
-            autograder_isolation.drop_to_user(uid, settings["gid"])
+            autograder_isolation.drop_to_user(uid, settings.gid)
             autograder_isolation.set_no_new_privs()
         os.environ[APPLIED] = "fence" + ("+uid" if uid is not None else "")
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     for name in [name for name in sys.modules if name == "autograder_isolation"]:
         del sys.modules[name]
-    if settings.get("probe"):
+    if settings.probe:
         os._exit(0)
-    if settings["mode"] == "boundary":
+    if settings.mode == "boundary":
         # ipykernel forwards the output of forked children through a TCP pipe on 127.0.0.1, and
         # libzmq aborts the process when it cannot make an IP socket (the seccomp filter): no pipe.
         from ipykernel import iostream
@@ -208,14 +208,14 @@ def _relay(source_fd, limit=KERNEL_LOG_BYTES):
 
 
 def main():
-    settings = json.loads(os.environ.pop("AUTOGRADER_SANDBOX"))
-    if settings["mode"] != "boundary":
+    settings = autograder_isolation.LauncherSettings.decode(os.environ.pop(autograder_isolation.LauncherSettings.VARIABLE))
+    if settings.mode != "boundary":
         run_kernel(settings)
         return
     # jupyter_client interrupts a kernel by signalling its whole process group: the kernel (our
     # child) handles SIGINT; this process must ignore it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    autograder_isolation.join_cgroups(settings.get("cgroups", []))  # before any child: they all inherit it
+    autograder_isolation.join_cgroups(settings.cgroups)  # before any child: they all inherit it
     autograder_isolation.enter_namespaces(as_root=os.geteuid() == 0)
     parent_alive, keep_open = os.pipe()
     output_read, output_write = os.pipe()

@@ -16,15 +16,13 @@ import threading
 import time
 
 from autograder import codec, shapes
+from autograder.course_interface import STAND_INS
 from autograder.kernel import KernelSession
 from autograder.labs import Part, Upstream
 
-# The grader's own time answering stand-ins in this process: a timed hidden test takes it off the
-# student's time (``check.StudentFunction.timed_call``).
-STAND_IN_SECONDS = [0.0]
 # (arrived, answered) on the grader's clock, for each stand-in call of this process: a timed call's
-# stand-in round trips are read from it (``check.StudentFunction.timed_call``).
-STAND_IN_LOG: list[tuple[float, float]] = []
+# stand-in round trips are read from it (``check.StudentFunction.timed_call``), a hidden test counts them.
+STAND_IN_LOG = STAND_INS.answers
 
 
 def reference(path: str):
@@ -151,19 +149,16 @@ def standing_in(session: KernelSession, helpers: list[Upstream]):
         try:
             return codec.answer_stand_in(prompt, references)
         finally:
-            answered = time.perf_counter()
-            STAND_IN_SECONDS[0] += answered - started
-            STAND_IN_LOG.append((started, answered))
+            STAND_INS.record(started, time.perf_counter())
 
-    session.stdin_answer = answer
     placed = []
     try:
-        for helper in helpers:
-            session.stand_in(helper.name)
-            placed.append(helper.name)
-        yield used
+        with session.answering_stdin(answer):  # stdin is off again before the helpers are put back
+            for helper in helpers:
+                session.stand_in(helper.name)
+                placed.append(helper.name)
+            yield used
     finally:
-        session.stdin_answer = None
         for name in placed:
             try:
                 session.put_back(name)

@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import ast
 import functools
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autograder.course_interface import StudentError
 
 GENERIC = "a hidden check failed"
 LEFT_OUT = "…"  # stands for a value the grader does not repeat
@@ -105,10 +109,11 @@ def _render(node: ast.AST, frame, constants: frozenset[str]) -> str:
     return LEFT_OUT
 
 
-def raised(error: BaseException) -> str:
-    """``tokenize raised ValueError``: what the feedback may say of an exception from the student's code."""
-    name, class_name = error.autograder_student  # set by KernelSession: never the kernel's own text
-    return f"on a hidden test input, {name} raised {class_name}"
+def raised(said: "StudentError") -> str:
+    """``on a hidden test input, tokenize raised ValueError``: what the feedback may say of an exception
+    from the student's code (a :class:`~autograder.course_interface.StudentError`, which the grader
+    writes: never the kernel's own text)."""
+    return f"on a hidden test input, {said}"
 
 
 def did_not_finish(why: str) -> str:

@@ -11,46 +11,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
-import sys
 import time
 
+# What the engine gives hidden tests (autograder/course_interface.py): the same helpers work on a
+# student's function in the grader and on a plain function (nbval, the student's own kernel).
+from autograder.course_interface import (TooSlow, call_each, call_with_time_limit, report_as, stand_in_calls,
+                                         timed_call)
 
-def call_each(function, argument_lists: list, with_arguments: bool = False, **keywords) -> list:
-    """``[function(*args, **keywords) for args in argument_lists]``, for a ``for`` loop over the cases.
-
-    Against a student's function in the grader this is one round trip to the kernel instead of one
-    per input (about 7 ms each): use it for the many inputs of a part. Like the loop, each call has
-    its own time limit, and the error of call k is raised when the loop reaches case k (the results
-    are read lazily; the calls after it are not made). With ``with_arguments``, each result is
-    ``(value, arguments)``: the arguments as the call left them, to see whether it changed its input.
-
-    >>> call_each(list.pop, [([1, 2],)], with_arguments=True)
-    [(2, [[1]])]
-    """
-    batch = getattr(function, "call_each", None)
-    if batch is not None:
-        return batch([tuple(args) for args in argument_lists], with_arguments=with_arguments, **keywords)
-    if with_arguments:
-        return [(function(*arguments, **keywords), arguments) for arguments in map(list, argument_lists)]
-    return [function(*args, **keywords) for args in argument_lists]
-
-
-def timed_call(function, seconds: float, *args, **kwargs) -> tuple:
-    """``(result, seconds taken, round trips)`` of one call, with a time limit of at least ``seconds``.
-
-    Against a student's function in the grader, the time is on the grader's clock, less the
-    grader's own time answering the stand-ins the call used (``autograder/stand_ins.py``), and each
-    stand-in call's round trip is reported (with whatever the student's code did since the kernel
-    last heard from the grader): a speed check holds whether or not a stand-in was used, allowing for
-    each round trip at most ``STAND_IN_ROUND_TRIP``, for at most as many calls as the task allows.
-    Outside the grader: the call's time, and no round trip.
-    """
-    timed = getattr(function, "timed_call", None)
-    if timed is not None:
-        return timed(seconds, *args, **kwargs)
-    started = time.perf_counter()
-    result = function(*args, **kwargs)
-    return result, time.perf_counter() - started, []
+__all__ = ["call_each", "call_with_time_limit", "timed_call", "stand_in_calls", "reported_as", "assert_fast_enough",
+           "allowed_for_stand_ins", "STAND_IN_ROUND_TRIP", "random_word_counts", "reference_answer",
+           "reference_seconds"]
 
 
 # The most one stand-in's round trip (the kernel asks, the grader answers) may take off a timed call:
@@ -74,20 +44,8 @@ def assert_fast_enough(seconds: float, reference_seconds: float, multiple: float
     """The speed check of a hidden test: ``seconds`` at most ``multiple`` times the reference's time
     (measured in this grading run), or ``floor`` seconds if that is more. The failure's message is
     the grader's: ``advice`` (a string constant of the hidden test) and the measured multiple."""
-    from autograder.verdicts import TooSlow
-
     if seconds > max(multiple * reference_seconds, floor):
         raise TooSlow(advice, seconds / max(reference_seconds, 1e-9), multiple)
-
-
-def call_with_time_limit(function, seconds: float, *args, **kwargs):
-    """``function(*args, **kwargs)``; against a student's function in the grader, with its own time limit
-    of ``seconds`` (at least the usual one) instead of the usual one: for one large case whose size is
-    the point (an algorithm that is too slow must not finish, a right one must, with room to spare)."""
-    limited = getattr(function, "call_with_time_limit", None)
-    if limited is not None:
-        return limited(seconds, *args, **kwargs)
-    return function(*args, **kwargs)
 
 
 @contextlib.contextmanager
@@ -97,21 +55,19 @@ def reported_as(bridge: str, method: str):
     values only) is reported as ``method``'s: "Tokenizer.encode raised KeyError", not
     "tokenizer_results raised KeyError". (Outside the grader nothing is renamed.)
 
-    >>> error = KeyError("x")
-    >>> error.autograder_student = "tokenizer_results raised KeyError: 'x'"
+    >>> from autograder.course_interface import StudentError, mark_student_error, student_error
+    >>> error = mark_student_error(KeyError("x"), StudentError("tokenizer_results", "KeyError"))
     >>> try:
     ...     with reported_as("tokenizer_results", "Tokenizer.encode"):
     ...         raise error
     ... except KeyError as raised:
-    ...     print(raised.autograder_student)
-    Tokenizer.encode raised KeyError: 'x'
+    ...     print(student_error(raised))
+    Tokenizer.encode raised KeyError
     """
     try:
         yield
     except Exception as error:
-        said = getattr(error, "autograder_student", None)
-        if isinstance(said, str) and said.startswith(f"{bridge} raised "):
-            error.autograder_student = method + said[len(bridge):]
+        report_as(error, bridge, method)
         raise
 
 

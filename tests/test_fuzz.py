@@ -130,7 +130,7 @@ def test_every_step_without_a_kernel_survives_a_mutated_notebook(tmp_path_factor
     assert sub.status in {"ok", "empty_file", "invalid_json", "not_a_notebook", "unknown_lab"}
     integrity = repair(sub.notebook, get_lab(sub.lab_id)).integrity if sub.status == "ok" else []
     result = GradeResult("ann", str(path), lab=sub.lab_id, status=sub.status, message=sub.message,
-                         integrity=[IntegrityEvent(**event) for event in integrity])
+                         integrity=list(integrity))
     write_reports([result], folder / "out")
     assert len(pd.read_csv(folder / "out" / "grades.csv")) == 1
 
