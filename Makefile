@@ -10,7 +10,7 @@ PYTHON_MAX := $(lastword $(PYTHON_VERSIONS))
 PY := $(VENV)/bin/python
 OUT ?= out
 
-.PHONY: setup demo notebooks examples test test-subset python-versions check-python bench clean serve system-packages
+.PHONY: setup demo notebooks examples lint test test-subset python-versions check-python bench clean serve system-packages
 
 # Before pip runs, one sentence when $(PYTHON) is missing or outside the supported range
 # (written to run on any Python, 2.7 included, so that it can say which one it found).
@@ -48,7 +48,12 @@ demo: examples
 	rm -rf $(OUT)
 	$(PY) -m autograder grade examples/submissions --out $(OUT)
 
-test: setup
+# The engine's lint and type check (configured in pyproject.toml): before every test run, and so in CI.
+lint: setup
+	$(PY) -m ruff check autograder
+	$(PY) -m mypy
+
+test: setup lint
 	$(PY) -m pytest
 
 # The grading service (docs/SERVICE.md) on 127.0.0.1:8000 with the bundled examples' roster: the first time it

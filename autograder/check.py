@@ -5,6 +5,7 @@ in the cell, not a builtin) is the student's: a function becomes a :class:`Stude
 calls into the kernel; a variable is fetched as a plain value. The student's code never sees the
 hidden tests, their inputs or the reference, and cannot reach the comparison.
 """
+
 from __future__ import annotations
 
 import functools
@@ -13,7 +14,7 @@ from dataclasses import replace
 
 from autograder import verdicts
 from autograder.course_interface import STAND_INS, GraderFunction, student_error
-from autograder.kernel import CallTimeout, KernelDied, KernelSession
+from autograder.kernel import CallResults, CallTimeout, KernelDied, KernelSession
 from autograder.labs import Part, free_names
 from autograder.limits import PART_SECONDS
 from autograder.result import PartScore, Verdict
@@ -40,16 +41,20 @@ class StudentFunction(GraderFunction):
         return self.session.call(self.__name__, *args, **kwargs)
 
     def call_with_time_limit(self, seconds: float, *args, **kwargs):
-        """One call with its own time limit: what a course's ``call_with_time_limit`` helper for hidden tests calls."""
+        """One call with its own time limit: what a course's ``call_with_time_limit`` helper
+        for hidden tests calls."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
         with self.session.limits_for(seconds):
             return self.session.call(self.__name__, *args, **kwargs)
 
     def timed_call(self, seconds: float, *args, **kwargs) -> tuple:
-        """``(result, seconds, round trips)``: one call (with a time limit of at least ``seconds``), its
-        time on the grader's clock less the grader's own time answering the stand-ins it called, and, for
-        each stand-in call, the time from the kernel's previous word to its request (the call's start, or
+        """``(result, seconds, round trips)``: one call (with a time limit of at least
+        ``seconds``), its
+        time on the grader's clock less the grader's own time answering the stand-ins it
+        called, and, for
+        each stand-in call, the time from the kernel's previous word to its request (the
+        call's start, or
         the previous answer): the round trip, and whatever the student's code did in between. What a
         course's ``timed_call`` helper calls."""
         first, service = len(STAND_INS.answers), STAND_INS.seconds
@@ -57,15 +62,26 @@ class StudentFunction(GraderFunction):
         result = self.call_with_time_limit(seconds, *args, **kwargs)
         elapsed = time.perf_counter() - started
         log = STAND_INS.answers[first:]
-        gaps = [arrived - previous for (arrived, _), previous in zip(log, [started] + [answered for _, answered in log])]
+        gaps = [
+            arrived - previous
+            for (arrived, _), previous in zip(log, [started] + [answered for _, answered in log])
+        ]
         return result, elapsed - (STAND_INS.seconds - service), gaps
 
-    def call_each(self, argument_lists: list, with_arguments: bool = False, **keywords) -> list:
-        """Many calls in one round trip: what a course's ``call_each`` helper for hidden tests calls."""
+    def call_each(
+        self, argument_lists: list, with_arguments: bool = False, **keywords
+    ) -> CallResults:
+        """Many calls in one round trip: what a course's ``call_each`` helper for hidden
+        tests calls."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
-        return self.session.call_each(self.__name__, argument_lists, within=self.deadline - time.monotonic(),
-                                      keywords=keywords, with_arguments=with_arguments)
+        return self.session.call_each(
+            self.__name__,
+            argument_lists,
+            within=self.deadline - time.monotonic(),
+            keywords=keywords,
+            with_arguments=with_arguments,
+        )
 
 
 @functools.lru_cache(maxsize=None)
@@ -97,11 +113,18 @@ def run_part(session: KernelSession, part: Part, seconds: float = PART_SECONDS) 
             with standing_in(session, helpers) as used:
                 stood = _graded(session, part, seconds)
         except (KernelDied, CallTimeout):  # the stand-ins could not be placed
-            stood, used = PartScore(part.part_id, 0, part.points, verdicts.NOT_GRADED, verdict=Verdict.NOT_GRADED), set()
+            stood, used = (
+                PartScore(
+                    part.part_id, 0, part.points, verdicts.NOT_GRADED, verdict=Verdict.NOT_GRADED
+                ),
+                set(),
+            )
         said = note(part, helpers, used)
         if said and stood.score > own.score:
             result = replace(stood, message=f"{said}; {stood.message}")
-        elif said:  # both ways failed: what the part's own code got wrong, with the earlier bug ruled out
+        # both ways failed: what the part's own code got wrong, with the earlier bug ruled
+        # out
+        elif said:
             result = replace(own, message=f"{said}, and with yours; both ways: {stood.message}")
     session.part_passed[part.part_id] = result.passed
     return result
@@ -111,6 +134,7 @@ def _graded(session: KernelSession, part: Part, seconds: float) -> PartScore:
     """The part's hidden tests once; the message is the grader's own (``verdicts.py``)."""
     deadline = time.monotonic() + seconds
     namespace: dict = {"__name__": f"hidden_tests_{part.part_id}"}
+
     def failed(message: str, verdict: Verdict) -> PartScore:
         return PartScore(part.part_id, 0, part.points, message, verdict=verdict)
 
@@ -119,9 +143,16 @@ def _graded(session: KernelSession, part: Part, seconds: float) -> PartScore:
         for name in hidden_test_names(part.hidden_tests):
             kind = session.describe(name)
             if kind == "missing":
-                return failed(f"`{name}` is not defined in your notebook: did the cell that defines it run without errors?",
-                              Verdict.MISSING)
-            namespace[name] = StudentFunction(session, name, deadline) if kind == "function" else session.fetch(name)
+                return failed(
+                    f"`{name}` is not defined in your notebook: "
+                    "did the cell that defines it run without errors?",
+                    Verdict.MISSING,
+                )
+            namespace[name] = (
+                StudentFunction(session, name, deadline)
+                if kind == "function"
+                else session.fetch(name)
+            )
         exec(code, namespace)
     except PartTimeUp:
         return failed(verdicts.out_of_time(seconds), Verdict.OUT_OF_TIME)
@@ -134,7 +165,9 @@ def _graded(session: KernelSession, part: Part, seconds: float) -> PartScore:
         if said is not None:  # raised by the student's function (an AssertionError too)
             return failed(verdicts.raised(said), Verdict.RAISED)
         if isinstance(error, AssertionError):
-            return failed(verdicts.assertion_text(error, part.hidden_tests, code.co_filename),
-                          Verdict.TOO_SLOW if isinstance(error, verdicts.TooSlow) else Verdict.FAILED_CHECK)
+            return failed(
+                verdicts.assertion_text(error, part.hidden_tests, code.co_filename),
+                Verdict.TOO_SLOW if isinstance(error, verdicts.TooSlow) else Verdict.FAILED_CHECK,
+            )
         return failed(verdicts.NOT_CHECKABLE, Verdict.NOT_CHECKABLE)
     return PartScore(part.part_id, part.points, part.points, ALL_PASSED, verdict=Verdict.PASSED)

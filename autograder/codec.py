@@ -340,7 +340,7 @@ def fetch(namespace, name):
 # bound to the same names (functions, and the globals they read, followed through their code),
 # and the same pickled bytes for plain values. Anything else makes the grader grade the part at
 # its place in a second kernel. The student can only fool this into grading their own final code.
-_SNAPSHOTS = {}
+_SNAPSHOTS: dict = {}
 
 
 # The instructions that name a global: not attribute names, which share ``co_names`` with them
@@ -436,7 +436,7 @@ def changed_since(namespace, keys_json):
 # stdin channel (an input request) and returns the grader's answer. The grader answers only while
 # the part that needs it is being graded, so a copy kept for later is worth nothing.
 STAND_IN_REQUEST = "\x00autograder-stand-in "
-_ORIGINALS = {}
+_ORIGINALS: dict = {}
 _MISSING = object()
 
 

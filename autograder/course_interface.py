@@ -1,7 +1,8 @@
 """What a course and the engine give each other: the one place both sides import.
 
 A course gives the engine a :class:`~autograder.course.Course` (its folders, its labs' metadata key,
-the modules its hidden tests import; ``course.py``) and, in its solution notebooks, the hidden tests.
+the modules its hidden tests import; ``course.py``) and, in its solution notebooks, the hidden
+tests.
 
 The engine gives a course's hidden tests, while it grades:
 
@@ -12,7 +13,8 @@ The engine gives a course's hidden tests, while it grades:
 * for an exception a student's function raised, a :class:`StudentError` (the function the hidden
   test called and the exception's class, never its message: ``verdicts.py``), which
   :func:`student_error` reads and :func:`report_as` renames;
-* :class:`~autograder.verdicts.TooSlow`, the failure of a speed check, whose message the grader writes;
+* :class:`~autograder.verdicts.TooSlow`, the failure of a speed check, whose message the grader
+  writes;
 * :func:`stand_in_calls`: how many stand-in calls the grader has answered in this process (0 outside
   the grader), for a speed check that allows for them (``stand_ins.py``).
 
@@ -25,6 +27,7 @@ Nothing here imports the kernel's libraries: a hidden test's helpers import it i
     >>> timed_call(sorted, 5, "ba")[0], timed_call(sorted, 5, "ba")[2]
     (['a', 'b'], [])
 """
+
 from __future__ import annotations
 
 import abc
@@ -35,8 +38,18 @@ from typing import Any, Callable
 from autograder.course import Course
 from autograder.verdicts import TooSlow
 
-__all__ = ["Course", "GraderFunction", "StudentError", "TooSlow", "call_each", "call_with_time_limit",
-           "report_as", "stand_in_calls", "student_error", "timed_call"]
+__all__ = [
+    "Course",
+    "GraderFunction",
+    "StudentError",
+    "TooSlow",
+    "call_each",
+    "call_with_time_limit",
+    "report_as",
+    "stand_in_calls",
+    "student_error",
+    "timed_call",
+]
 
 
 class GraderFunction(abc.ABC):
@@ -57,40 +70,56 @@ class GraderFunction(abc.ABC):
         """One call with a time limit of at least ``seconds``."""
 
     @abc.abstractmethod
-    def timed_call(self, seconds: float, *args: Any, **kwargs: Any) -> tuple[Any, float, list[float]]:
+    def timed_call(
+        self, seconds: float, *args: Any, **kwargs: Any
+    ) -> tuple[Any, float, list[float]]:
         """``(result, seconds, stand-in round trips)``; see :func:`timed_call`."""
 
 
-def call_each(function: Callable, argument_lists: list, with_arguments: bool = False, **keywords: Any) -> list:
-    """``[function(*args, **keywords) for args in argument_lists]``, for a ``for`` loop over the cases.
+def call_each(
+    function: Callable, argument_lists: list, with_arguments: bool = False, **keywords: Any
+) -> list:
+    """``[function(*args, **keywords) for args in argument_lists]``, for a ``for`` loop over the
+    cases.
 
     Against a student's function in the grader this is one round trip to the kernel instead of one
     per input (about 7 ms each): use it for the many inputs of a part. Like the loop, each call has
     its own time limit, and the error of call k is raised when the loop reaches case k (the results
     are read lazily; the calls after it are not made). With ``with_arguments``, each result is
-    ``(value, arguments)``: the arguments as the call left them, to see whether it changed its input.
+    ``(value, arguments)``: the arguments as the call left them, to see whether it changed its
+    input.
 
     >>> call_each(list.pop, [([1, 2],)], with_arguments=True)
     [(2, [[1]])]
     """
     if isinstance(function, GraderFunction):
-        return function.call_each([tuple(args) for args in argument_lists], with_arguments=with_arguments, **keywords)
+        return function.call_each(
+            [tuple(args) for args in argument_lists], with_arguments=with_arguments, **keywords
+        )
     if with_arguments:
-        return [(function(*arguments, **keywords), arguments) for arguments in map(list, argument_lists)]
+        return [
+            (function(*arguments, **keywords), arguments) for arguments in map(list, argument_lists)
+        ]
     return [function(*args, **keywords) for args in argument_lists]
 
 
 def call_with_time_limit(function: Callable, seconds: float, *args: Any, **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)``; against a student's function in the grader, with its own time limit
-    of ``seconds`` (at least the usual one) instead of the usual one: for one large case whose size is
-    the point (an algorithm that is too slow must not finish, a right one must, with room to spare)."""
+    """``function(*args, **kwargs)``; against a student's function in the grader, with its own
+    time limit
+    of ``seconds`` (at least the usual one) instead of the usual one: for one large case whose
+    size is
+    the point (an algorithm that is too slow must not finish, a right one must, with room to
+    spare)."""
     if isinstance(function, GraderFunction):
         return function.call_with_time_limit(seconds, *args, **kwargs)
     return function(*args, **kwargs)
 
 
-def timed_call(function: Callable, seconds: float, *args: Any, **kwargs: Any) -> tuple[Any, float, list[float]]:
-    """``(result, seconds taken, round trips)`` of one call, with a time limit of at least ``seconds``.
+def timed_call(
+    function: Callable, seconds: float, *args: Any, **kwargs: Any
+) -> tuple[Any, float, list[float]]:
+    """``(result, seconds taken, round trips)`` of one call, with a time limit of at least
+    ``seconds``.
 
     Against a student's function in the grader, the time is on the grader's clock, less the
     grader's own time answering the stand-ins the call used (``autograder/stand_ins.py``), and each
@@ -106,7 +135,8 @@ def timed_call(function: Callable, seconds: float, *args: Any, **kwargs: Any) ->
 
 @dataclass(frozen=True)
 class StudentError:
-    """What the grader may say of an exception a student's function raised: the function the hidden test
+    """What the grader may say of an exception a student's function raised: the function the
+    hidden test
     called, and the class if it is a built-in one (else :data:`OWN_CLASS`). Never the message."""
 
     function: str
@@ -156,7 +186,8 @@ def report_as(error: BaseException, bridge: str, method: str) -> None:
 class StandInLog:
     """The stand-in calls the grader answered in this process (``stand_ins.py`` records them): when
     each request arrived and was answered on the grader's clock, and the grader's time answering.
-    A timed call takes the grader's time off the student's (``check.StudentFunction.timed_call``)."""
+    A timed call takes the grader's time off the student's
+    (``check.StudentFunction.timed_call``)."""
 
     def __init__(self) -> None:
         self.answers: list[tuple[float, float]] = []  # (arrived, answered), time.perf_counter()

@@ -114,7 +114,7 @@ def entries(folder: Path) -> list[Entry]:
     """Every entry under ``folder`` (but Jupyter's checkpoints), sorted by path; links are not followed."""
     folder = Path(folder)
     found = []
-    unreadable = []
+    unreadable: list[OSError] = []
     for top, folders, files in os.walk(folder, followlinks=False, onerror=unreadable.append):
         here = Path(top)
         for name in list(folders):

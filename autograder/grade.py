@@ -31,7 +31,7 @@ from autograder.kernel_boundary import CoursePaths
 from autograder.kernel_process import Clock
 from autograder.labs import get_lab, release_cells
 from autograder.limits import GRADER_MEMORY_BYTES, PART_SECONDS, MiB, limits_from
-from autograder.repair import Step, repair
+from autograder.repair import Step, repair  # noqa: F401  (Step: needed_steps's example)
 from autograder.result import GRADER_ERROR, CellEvent, GradeResult, IntegrityEvent, PartScore, Verdict
 
 
@@ -219,7 +219,7 @@ def release_imports(lab_id: str) -> tuple[str, ...]:
     return imported_modules(cell.source for cell in release_cells(lab_id) if cell.cell_type == "code")
 
 
-def _session(workdir: str, name: str, settings: Settings, started: float, lab_id: str) -> KernelSession:
+def _session(workdir: Path, name: str, settings: Settings, started: float, lab_id: str) -> KernelSession:
     course = current()
     # One clock for everything done for this file.
     return KernelSession(Path(workdir) / name, settings.limits, Path(settings.data_dir or course.default_data).resolve(),
@@ -234,6 +234,7 @@ def _grade(path: Path, settings: Settings, started: float, found: Progress) -> G
     found.integrity = [IntegrityEvent("converted", "-", note) for note in sub.notes]
     if sub.status != "ok":
         return found.result()
+    assert sub.lab_id is not None and sub.notebook is not None  # intake found a notebook of a known lab
     lab = get_lab(sub.lab_id)
     found.max_score = lab.max_score
     repaired = repair(sub.notebook, lab)
@@ -348,7 +349,7 @@ class AtPlace:
     isolation: str
 
 
-def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Settings, started: float,
+def _graded_at_place(workdir: Path, program: list, parts: dict, lab, settings: Settings, started: float,
                      visible: dict[str, str] | None = None, cells: list[CellEvent] | None = None,
                      then_at_end: bool = False) -> AtPlace:
     """Each part's hidden tests at its test cell's place, in a kernel of its own; with ``visible``

@@ -111,7 +111,10 @@ def restrict_filesystem_and_network(rules: list[tuple[str, int]], abi: int | Non
     abi = landlock_abi() if abi is None else abi
     if abi < 1:
         raise OSError(errno.ENOSYS, "Landlock is not available")
-    create, add_rule, restrict_self = _landlock_numbers()
+    numbers = _landlock_numbers()
+    if numbers is None:
+        raise OSError(errno.ENOSYS, "no system call table for this machine")
+    create, add_rule, restrict_self = numbers
     handled = handled_fs_access(abi)
     attr = struct.pack("QQQ", handled,
                        ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP if abi >= 4 else 0,

@@ -6,6 +6,7 @@ sandbox's folders (``workspace.py``), the kernel's life with its restarts and re
 kernels may read and which isolation they get is ``kernel_boundary.py``; how they start fast,
 ``zygote.py``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,49 +16,91 @@ from typing import Any, Callable, Iterator
 
 from autograder.course_interface import OWN_CLASS
 from autograder.kernel_boundary import CoursePaths, boundary_mode, isolation_status
-from autograder.kernel_errors import TIME_USED_UP, CallTimeout, IsolationUnavailable, KernelDied, StudentRaised
+from autograder.kernel_errors import (
+    TIME_USED_UP,
+    CallTimeout,
+    IsolationUnavailable,
+    KernelDied,
+    StudentRaised,
+)
 from autograder.kernel_process import CellRun, Clock, Kernel
 from autograder.limits import Limits
 from autograder.notebook_calls import CallResults, NotebookCalls
 from autograder.workspace import Workspace
 from autograder.zygote import ZYGOTE, imported_modules
 
-__all__ = ["KernelSession", "Limits", "CellRun", "CallResults", "CallTimeout", "KernelDied", "StudentRaised",
-           "IsolationUnavailable", "isolation_status", "imported_modules", "ZYGOTE", "OWN_EXCEPTION"]
+__all__ = [
+    "KernelSession",
+    "Limits",
+    "CellRun",
+    "CallResults",
+    "CallTimeout",
+    "KernelDied",
+    "StudentRaised",
+    "IsolationUnavailable",
+    "isolation_status",
+    "imported_modules",
+    "ZYGOTE",
+    "OWN_EXCEPTION",
+]
 OWN_EXCEPTION = OWN_CLASS  # how a hidden test's feedback names a class the student made
 
 
 class KernelSession:
-    """A notebook's kernel for one file, as a context manager: started on entry, shut down on exit."""
+    """A notebook's kernel for one file, as a context manager: started on entry, shut down on
+    exit."""
 
-    def __init__(self, workdir: Path, limits: Limits | None = None, data_dir: Path | None = None,
-                 denied: tuple[Path, ...] = (), preload: tuple[str, ...] = (), status: str | None = None,
-                 use_zygote: bool = True, course: CoursePaths | None = None, clock: Clock | None = None):
-        """``preload``: modules the released notebook imports (see zygote.py); ``status``: the isolation
-        to give the kernel (default: isolation_status()); ``use_zygote=False``: started the usual way
+    def __init__(
+        self,
+        workdir: Path,
+        limits: Limits | None = None,
+        data_dir: Path | None = None,
+        denied: tuple[Path, ...] = (),
+        preload: tuple[str, ...] = (),
+        status: str | None = None,
+        use_zygote: bool = True,
+        course: CoursePaths | None = None,
+        clock: Clock | None = None,
+    ):
+        """``preload``: modules the released notebook imports (see zygote.py); ``status``:
+        the isolation
+        to give the kernel (default: isolation_status()); ``use_zygote=False``: started the
+        usual way
         (the probe); ``course``: its paths (default: the course being graded); ``clock``: the file's
         clock, shared by all its kernels (default: a new one)."""
         limits = limits or Limits()
         self.clock = clock or Clock(limits.notebook_seconds)
         self.status, self.isolation = status, ""
-        self.workspace = Workspace(Path(workdir), "", limits, course or CoursePaths.of(), data_dir, denied)
+        self.workspace = Workspace(
+            Path(workdir), "", limits, course or CoursePaths.of(), data_dir, denied
+        )
         self.kernel = Kernel(self.workspace, limits, self.clock, preload, use_zygote)
         self.calls = calls = NotebookCalls(self.kernel, limits, self.clock)
         # The notebook calls a grader makes besides a student's functions (notebook_calls.py).
         self.describe, self.fetch, self.snapshot = calls.describe, calls.fetch, calls.snapshot
-        self.changed_since, self.stand_in, self.put_back = calls.changed_since, calls.stand_in, calls.put_back
-        self.part_passed: dict[str, bool] = {}  # part id -> full points, for the parts graded so far (check.py)
+        self.changed_since, self.stand_in, self.put_back = (
+            calls.changed_since,
+            calls.stand_in,
+            calls.put_back,
+        )
+        self.part_passed: dict[
+            str, bool
+        ] = {}  # part id -> full points, for the parts graded so far (check.py)
 
     def __enter__(self) -> "KernelSession":
         if self.seconds_left <= 0:  # no kernel started only to be told so
             raise CallTimeout(TIME_USED_UP)
         self.isolation = self.workspace.isolation = self.status or isolation_status()
         if self.limits.require_isolation and not boundary_mode(self.isolation):
-            raise IsolationUnavailable(f"kernel isolation was required but is not available here: {self.isolation}")
+            raise IsolationUnavailable(
+                f"kernel isolation was required but is not available here: {self.isolation}"
+            )
         self.workspace.create()
         try:
             self.kernel.start()
-        except BaseException:  # a kernel that started, then failed (its codec, the notebook's time): shut it too
+        except (
+            BaseException
+        ):  # a kernel that started, then failed (its codec, the notebook's time): shut it too
             self._shut_down(self.kernel, self.workspace)
             raise
         return self
@@ -66,7 +109,9 @@ class KernelSession:
         # Shutting a kernel down is mostly waiting for it to exit: let a thread do it while the
         # worker goes on to the next notebook. Not a daemon, so that no kernel outlives the
         # process (interpreter exit, and multiprocessing's workers, join such threads).
-        threading.Thread(target=self._shut_down, args=(self.kernel, self.workspace), daemon=False).start()
+        threading.Thread(
+            target=self._shut_down, args=(self.kernel, self.workspace), daemon=False
+        ).start()
 
     @staticmethod
     def _shut_down(kernel: Kernel, workspace: Workspace) -> None:
@@ -100,7 +145,9 @@ class KernelSession:
         with self.calls.limits_for(call_seconds):
             yield
 
-    def answering_stdin(self, answer: Callable[[str], str]) -> contextlib.AbstractContextManager[None]:
+    def answering_stdin(
+        self, answer: Callable[[str], str]
+    ) -> contextlib.AbstractContextManager[None]:
         """Within the block, the kernel's input requests are answered by ``answer`` (stand-ins)."""
         return self.kernel.answering_stdin(answer)
 
@@ -110,6 +157,12 @@ class KernelSession:
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.calls.call(name, *args, **kwargs)
 
-    def call_each(self, name: str, argument_lists: list, within: float | None = None, keywords: dict | None = None,
-                  with_arguments: bool = False) -> CallResults:
+    def call_each(
+        self,
+        name: str,
+        argument_lists: list,
+        within: float | None = None,
+        keywords: dict | None = None,
+        with_arguments: bool = False,
+    ) -> CallResults:
         return self.calls.call_each(name, argument_lists, within, keywords, with_arguments)

@@ -2,6 +2,7 @@
 machine (probed once with a real kernel), the folders a kernel imports from, its uid, the course's
 paths it is given (:class:`CoursePaths`), and the launcher copied beside it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -20,7 +21,13 @@ from autograder.course import Course, current
 from autograder.kernel_errors import IsolationUnavailable
 from autograder.limits import Limits
 
-__all__ = ["CoursePaths", "IsolationUnavailable", "isolation_status", "import_folders", "python_environment"]
+__all__ = [
+    "CoursePaths",
+    "IsolationUnavailable",
+    "isolation_status",
+    "import_folders",
+    "python_environment",
+]
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
 ISOLATION_MODULE = Path(__file__).with_name("isolation.py")
@@ -43,6 +50,7 @@ class CoursePaths:
         course = course or current()
         return cls(Path(course.data), course.data_variable, tuple(course.private_folders()))
 
+
 def copy_launcher(folder: Path) -> Path:
     """The kernel launcher and the isolation module it imports, copied into ``folder`` (so that a
     kernel never has the autograder package on its path); the launcher's path."""
@@ -55,8 +63,10 @@ def isolation_status() -> str:
     """What isolation a kernel started by this process gets, in words for grades.csv.
 
     Probed once per process by starting a real kernel (not through the zygote) and asking it, before
-    any student code runs in it, what its launcher applied: ``"landlock-abi7+seccomp+netns+pidns+uid+cgroup"``
-    when the boundary holds here (a piece that could not be had is named: ``"landlock-abi7+netns+pidns+uid
+    any student code runs in it, what its launcher applied:
+    ``"landlock-abi7+seccomp+netns+pidns+uid+cgroup"``
+    when the boundary holds here (a piece that could not be had is named:
+    ``"landlock-abi7+netns+pidns+uid
     (no seccomp: ...)"``); else ``"fence (...why...)"``, or ``"fence+uid (...)"`` when the grader is
     root and the fence's kernel runs under a uid of its own. A kernel that dies at start says why
     (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
@@ -72,8 +82,12 @@ def isolation_status() -> str:
         return _fence("this Linux kernel has no Landlock")
     try:
         applied = _probe(f"landlock-abi{abi}")
-    except Exception as failed:  # KernelDied, CallTimeout, OSError, zmq's errors (a socket path too long)...
-        return _fence(f"the boundary could not be built: {_one_line(f'{type(failed).__name__}: {failed}')}")
+    except (
+        Exception
+    ) as failed:  # KernelDied, CallTimeout, OSError, zmq's errors (a socket path too long)...
+        return _fence(
+            f"the boundary could not be built: {_one_line(f'{type(failed).__name__}: {failed}')}"
+        )
     if not applied.startswith("landlock"):
         return _fence(f"the boundary could not be built: the probe kernel said {applied!r}")
     cgroups = isolation.create_kernel_cgroups(f"bpe-probe-{os.getpid()}", 1 << 30, 64)
@@ -91,7 +105,9 @@ def _fence(why: str) -> str:
     uid can run this Python: a probe kernel says)."""
     if os.geteuid() != 0:
         return f"fence ({why})"
-    closed = _closed_to_others([Path(sys.executable).resolve(), Path(sysconfig.get_paths()["stdlib"]), *import_folders()])
+    closed = _closed_to_others(
+        [Path(sys.executable).resolve(), Path(sysconfig.get_paths()["stdlib"]), *import_folders()]
+    )
     if closed:
         return f"fence ({why}; no uid of its own: {closed} is closed to other users)"
     try:
@@ -120,10 +136,16 @@ def _probe(status: str) -> str:
 
     with tempdirs.folder("probe") as folder:
         folder.chmod(0o711)
-        session = KernelSession(folder / "work", Limits(cell_seconds=60, call_seconds=60, notebook_seconds=90),
-                                status=status, use_zygote=False)
+        session = KernelSession(
+            folder / "work",
+            Limits(cell_seconds=60, call_seconds=60, notebook_seconds=90),
+            status=status,
+            use_zygote=False,
+        )
         with session:
-            return session.calls.evaluate(f"__import__('os').environ.get({APPLIED!r}, '')", timeout=60)
+            return session.calls.evaluate(
+                f"__import__('os').environ.get({APPLIED!r}, '')", timeout=60
+            )
 
 
 APPLIED = "AUTOGRADER_ISOLATION_APPLIED"  # set by sandbox_launcher in the kernel: what it applied
@@ -142,21 +164,30 @@ _uid_counter = itertools.count()
 
 
 def kernel_uid() -> int:
-    """An unprivileged uid no other kernel running now has: from this process's pid and a counter."""
+    """An unprivileged uid no other kernel running now has: from this process's pid and a
+    counter."""
     return 1_000_000 + os.getpid() * 8 + next(_uid_counter) % 8
 
 
 def python_and_system_folders(private: tuple[Path, ...] | None = None) -> list[Path]:
     """What a kernel may read and run: the Python installation, the environment, system libraries,
     and every other folder this interpreter imports from (:func:`import_folders`)."""
-    folders = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.executable).resolve().parent.parent}
-    folders |= {Path(p) for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt/conda")}
+    folders = {
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(sys.exec_prefix),
+        Path(sys.executable).resolve().parent.parent,
+    }
+    folders |= {
+        Path(p) for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt/conda")
+    }
     folders |= set(import_folders(private))
     return sorted(folder for folder in folders if folder.exists())
 
 
 def import_folders(private: tuple[Path, ...] | None = None) -> list[Path]:
-    """See :func:`_import_folders`; ``private``: the course's private folders (default: the course being graded)."""
+    """See :func:`_import_folders`; ``private``: the course's private folders (default: the
+    course being graded)."""
     if private is None:
         private = tuple(current().private_folders())
     return list(_import_folders(os.environ.get("PYTHONPATH", ""), private))
@@ -174,10 +205,12 @@ def _import_folders(python_path: str, course_private: tuple[Path, ...]) -> tuple
     ``isolation.rules_excluding``)."""
     import site
 
-    sites = list(site.getsitepackages()) + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    sites = list(site.getsitepackages()) + (
+        [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
+    )
     candidates = [entry for entry in python_path.split(os.pathsep) if entry] + sites
-    for folder in sites:
-        candidates += _pth_folders(Path(folder))
+    for site_path in sites:
+        candidates += _pth_folders(Path(site_path))
     private = [folder.resolve() for folder in (*course_private, PACKAGE_DIR)]
     found: list[Path] = []
     for entry in candidates:
@@ -195,8 +228,9 @@ def _import_folders(python_path: str, course_private: tuple[Path, ...]) -> tuple
 
 
 def _pth_folders(site_folder: Path) -> list[str]:
-    """The folders the ``.pth`` files of a site folder add to ``sys.path`` (as ``site`` reads them)."""
-    folders = []
+    """The folders the ``.pth`` files of a site folder add to ``sys.path`` (as ``site`` reads
+    them)."""
+    folders: list[str] = []
     try:
         files = sorted(site_folder.glob("*.pth"))
     except OSError:
@@ -206,26 +240,34 @@ def _pth_folders(site_folder: Path) -> list[str]:
             lines = pth.read_text(errors="replace").splitlines()
         except OSError:
             continue
-        folders += [str(site_folder / line.rstrip()) for line in lines
-                    if line.strip() and not line.startswith(("#", "import ", "import\t"))]
+        folders += [
+            str(site_folder / line.rstrip())
+            for line in lines
+            if line.strip() and not line.startswith(("#", "import ", "import\t"))
+        ]
     return folders
 
 
 def python_environment(private: tuple[Path, ...] | None = None) -> dict[str, str]:
-    """What a kernel's (and the zygote's) interpreter needs in its environment to import what this one
-    does: ``PYTHONPATH`` (its entries a kernel may read) and ``PYTHONUSERBASE`` (the user site, whose
-    ``.pth`` files the kernel's own ``site`` then reads: its ``HOME`` is its work folder)."""
+    """What a kernel's (and the zygote's) interpreter needs in its environment to import what
+    this one does: ``PYTHONPATH`` (its entries a kernel may read) and ``PYTHONUSERBASE`` (the user
+    site, whose ``.pth`` files the kernel's own ``site`` then reads: its ``HOME`` is its work
+    folder)."""
     import site
 
     env = {}
     allowed = set(import_folders(private))
-    entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-               if entry and os.path.isabs(entry) and Path(entry).exists() and Path(entry).resolve() in allowed]
+    entries = [
+        entry
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if entry
+        and os.path.isabs(entry)
+        and Path(entry).exists()
+        and Path(entry).resolve() in allowed
+    ]
     if entries:
         env["PYTHONPATH"] = os.pathsep.join(entries)
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if user_site and os.path.isdir(user_site) and Path(user_site).resolve() in allowed:
         env["PYTHONUSERBASE"] = site.getuserbase()
     return env
-
-

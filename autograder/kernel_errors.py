@@ -1,4 +1,6 @@
-"""What can go wrong when the grader talks to a student's kernel (every kernel module raises these)."""
+"""What can go wrong when the grader talks to a student's kernel (every kernel module raises
+these)."""
+
 from __future__ import annotations
 
 

@@ -5,6 +5,7 @@ One :class:`Kernel` per session; each start is a new kernel process (jupyter_cli
 client), and how each one ended is kept as an :class:`Ending`. The notebook's clock (:class:`Clock`)
 caps every wait, restarts and replays included.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,7 +32,8 @@ CODEC_MODULE = "_autograder_codec"
 CODEC_SOURCE = inspect.getsource(codec)
 KERNEL_START_SECONDS = 60  # the longest wait for a kernel's first answer, time left permitting
 
-# The clocks (``Clock.started``, one per file: grade.py gives every kernel of a file its own) of files
+# The clocks (``Clock.started``, one per file: grade.py gives every kernel of a file its own) of
+# files
 # whose hidden inputs have reached a kernel: a kernel of theirs that dies at start no longer has its
 # last words shown.
 _HIDDEN_INPUT_SENT: set[float] = set()
@@ -77,8 +79,14 @@ class Kernel:
     """The kernel's life: :meth:`start`, then :meth:`execute` and :meth:`run_cell` (a death restarts
     it), then :meth:`shut_down`. Raises :class:`KernelDied` or :class:`CallTimeout`."""
 
-    def __init__(self, workspace: Workspace, limits: Limits, clock: Clock, preload: tuple[str, ...] = (),
-                 use_zygote: bool = True):
+    def __init__(
+        self,
+        workspace: Workspace,
+        limits: Limits,
+        clock: Clock,
+        preload: tuple[str, ...] = (),
+        use_zygote: bool = True,
+    ):
         self.workspace, self.limits, self.clock = workspace, limits, clock
         self.preload, self.use_zygote = preload, use_zygote
         self.km: KernelManager | None = None
@@ -108,29 +116,44 @@ class Kernel:
         assert private is not None, "Workspace.create() first"
         # A new manager each time: shutting a kernel down terminates its manager's ZMQ context.
         # Unix sockets in a folder of the kernel's own, never TCP: a network namespace has none.
-        km = self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=workspace.specs(), transport="ipc",
-                                     ip=str(workspace.sockets / f"k{self.restarts}"),
-                                     connection_file=str(private / f"kernel-{self.restarts}.json"))
+        km = self.km = KernelManager(
+            kernel_name=KERNEL_NAME,
+            kernel_spec_manager=workspace.specs(),
+            transport="ipc",
+            ip=str(workspace.sockets / f"k{self.restarts}"),
+            connection_file=str(private / f"kernel-{self.restarts}.json"),
+        )
         if zygote_enabled() and self.use_zygote:
             km.kernel_id = f"bpe-{private.name}-{self.restarts}"
-            km.provisioner = ZygoteProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
-            km.autograder_preload = self.preload  # type: ignore[attr-defined]  # read by ZygoteProvisioner
+            km.provisioner = ZygoteProvisioner(
+                kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km
+            )
+            # read by ZygoteProvisioner
+            km.autograder_preload = self.preload  # type: ignore[attr-defined]
         km.write_connection_file()
-        workspace.give_to_kernel(km.connection_file)  # readable by the kernel's uid alone; Landlock keeps it read-only
+        workspace.give_to_kernel(
+            km.connection_file
+        )  # readable by the kernel's uid alone; Landlock keeps it read-only
         # The kernel process's own output (ipykernel's start-up warnings) goes to a log beside it;
         # what the notebook prints travels on the output channel as usual.
         # A log of each start's own: what a killed kernel wrote to its stderr (after a hidden input
         # reached it) is never in the message of a restart that failed.
         log_path = private / f"kernel-{self.restarts}.log"
         with open(log_path, "ab") as log:
-            km.start_kernel(cwd=str(workspace.workdir), env=workspace.environment(km.connection_file),
-                            stdout=log, stderr=log)
+            km.start_kernel(
+                cwd=str(workspace.workdir),
+                env=workspace.environment(km.connection_file),
+                stdout=log,
+                stderr=log,
+            )
         return log_path
 
     def _connect(self) -> None:
         assert self.km is not None
         self.kc = self.km.client()
-        self.kc.context.setsockopt(zmq.MAXMSGSIZE, self.limits.reply_bytes)  # see Limits.reply_bytes
+        self.kc.context.setsockopt(
+            zmq.MAXMSGSIZE, self.limits.reply_bytes
+        )  # see Limits.reply_bytes
         self.kc.start_channels()
 
     def _wait_until_ready(self, log_path: Path) -> None:
@@ -142,7 +165,9 @@ class Kernel:
             self.endings.append(Ending.FAILED_TO_START)
             if self.seconds_left <= 0:
                 raise CallTimeout(TIME_USED_UP) from None
-            raise KernelDied(f"the kernel did not start: {error}{self._last_words(log_path)}") from None
+            raise KernelDied(
+                f"the kernel did not start: {error}{self._last_words(log_path)}"
+            ) from None
 
     def _last_words(self, log_path: Path) -> str:
         """The last lines a kernel that died at start wrote (say, an ImportError), for the row; only
@@ -151,7 +176,11 @@ class Kernel:
         if self.restarts or self.clock.exposed:
             return ""
         try:
-            lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+            lines = [
+                line.strip()
+                for line in log_path.read_text(errors="replace").splitlines()
+                if line.strip()
+            ]
         except OSError:
             return ""
         if not lines:
@@ -161,12 +190,16 @@ class Kernel:
             return "".join(c if c.isprintable() else "?" for c in text)
 
         before = " | ".join(lines[-6:-1])
-        return (f"; the kernel's last words: {shown(lines[-1])[:300]}"
-                + (f" (before that: {shown(before)[-300:]})" if before else ""))
+        return f"; the kernel's last words: {shown(lines[-1])[:300]}" + (
+            f" (before that: {shown(before)[-300:]})" if before else ""
+        )
 
     def _install_codec(self) -> None:
-        code = (f"import sys as _s, types as _t\n_m = _t.ModuleType({CODEC_MODULE!r})\n"
-                f"exec({CODEC_SOURCE!r}, _m.__dict__)\n_s.modules[{CODEC_MODULE!r}] = _m\ndel _s, _t, _m\n")
+        code = (
+            f"import sys as _s, types as _t\n_m = _t.ModuleType({CODEC_MODULE!r})\n"
+            f"exec({CODEC_SOURCE!r}, _m.__dict__)\n"
+            f"_s.modules[{CODEC_MODULE!r}] = _m\ndel _s, _t, _m\n"
+        )
         self.execute(code, timeout=30, silent=True)
 
     # -- the end of a kernel process, and of the life ------------------------------------------
@@ -194,7 +227,8 @@ class Kernel:
         self.stop(self.km, self.kc)
         self.endings.append(Ending.DIED)
         if self.restarts >= self.limits.max_restarts:
-            self.given_up = f"the kernel died {self.restarts + 1} times (limit {self.limits.max_restarts} restarts)"
+            self.given_up = (f"the kernel died {self.restarts + 1} times "
+                             f"(limit {self.limits.max_restarts} restarts)")
             return
         if self.seconds_left <= 0:
             self.given_up = "the notebook's time limit was used up"
@@ -202,7 +236,10 @@ class Kernel:
         self.restarts += 1
         try:
             self.start()
-        except (CallTimeout, KernelDied) as failed:  # out of time while starting, or it died at once
+        except (
+            CallTimeout,
+            KernelDied,
+        ) as failed:  # out of time while starting, or it died at once
             self.given_up = f"the kernel could not be restarted ({failed})"
             return
         replayed = []
@@ -212,14 +249,18 @@ class Kernel:
             try:
                 self.execute(code, timeout=timeout)
             except CallTimeout:
-                continue  # it ran in time before; without it the parts that need it fail on their own
+                # it ran in time before; without it the parts that need it fail on
+                # their own
+                continue
             except KernelDied:
                 break  # the notebook now kills every kernel: the rest is graded without state
             replayed.append((code, timeout))
         self._replay = replayed
 
     # -- running code ----------------------------------------------------------------------------
-    def execute(self, code: str, timeout: float, silent: bool = False, expressions: dict | None = None) -> dict:
+    def execute(
+        self, code: str, timeout: float, silent: bool = False, expressions: dict | None = None
+    ) -> dict:
         """Run ``code``; the execute reply's content. Raises CallTimeout (kernel interrupted and
         answering again) or KernelDied (dead, or stuck after the interrupt)."""
         if self.given_up:
@@ -228,11 +269,17 @@ class Kernel:
             raise CallTimeout(TIME_USED_UP)
         assert self.km is not None
         timeout = min(timeout, self.seconds_left)  # the notebook's limit caps every request
-        # stop_on_error=False: otherwise a cell that raises makes the kernel abort the requests right
+        # stop_on_error=False: otherwise a cell that raises makes the kernel abort the
+        # requests right
         # after it, and a later definition cell would silently never run.
-        msg_id = self._last_msg_id = self.kc.execute(code, silent=silent, store_history=False,
-                                                     allow_stdin=self.stdin_answer is not None, stop_on_error=False,
-                                                     user_expressions=expressions or {})
+        msg_id = self._last_msg_id = self.kc.execute(
+            code,
+            silent=silent,
+            store_history=False,
+            allow_stdin=self.stdin_answer is not None,
+            stop_on_error=False,
+            user_expressions=expressions or {},
+        )
         deadline = time.monotonic() + timeout
         interrupted = False
         while True:
@@ -260,7 +307,8 @@ class Kernel:
         """Read the output channel: what was printed, up to ``limit`` characters (long outputs cost
         nothing). With ``until_idle_of``, wait (briefly) for that request's outputs to end.
 
-        Never longer than ``Limits.drain_seconds`` nor past the notebook's time: a kernel can publish
+        Never longer than ``Limits.drain_seconds`` nor past the notebook's time: a kernel
+        can publish
         output faster than it is read (a thread sending signed messages without end), and the output
         channel is never empty then."""
         chunks: list[str] = []
@@ -280,8 +328,12 @@ class Kernel:
                 text = msg["content"].get("text", "")
                 chunks.append(text[: limit - size])
                 size += len(text)
-            if (until_idle_of and msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
-                    and msg["parent_header"].get("msg_id") == until_idle_of):
+            if (
+                until_idle_of
+                and msg["msg_type"] == "status"
+                and msg["content"].get("execution_state") == "idle"
+                and msg["parent_header"].get("msg_id") == until_idle_of
+            ):
                 return "".join(chunks)
 
     def run_cell(self, code: str, replay: bool = True, capture: bool = False) -> CellRun:
@@ -294,22 +346,38 @@ class Kernel:
         try:
             content = self.execute(code, timeout=timeout)
         except CallTimeout:
-            return CellRun("timeout", f"stopped after {timeout:g} s (time limit)", seconds=time.monotonic() - started)
+            return CellRun(
+                "timeout",
+                f"stopped after {timeout:g} s (time limit)",
+                seconds=time.monotonic() - started,
+            )
         except KernelDied as died:
             self.restart()
-            return CellRun("died", f"{died} while running this cell", seconds=time.monotonic() - started)
-        stdout = self.drain_output(until_idle_of=self._last_msg_id) if capture else (self.drain_output() and "")
+            return CellRun(
+                "died", f"{died} while running this cell", seconds=time.monotonic() - started
+            )
+        stdout = (
+            self.drain_output(until_idle_of=self._last_msg_id)
+            if capture
+            else (self.drain_output() and "")
+        )
         seconds = time.monotonic() - started
         if content.get("status") == "ok":
             if replay:
                 self._replay.append((code, timeout))
             return CellRun("ok", stdout=stdout, seconds=seconds)
-        return CellRun("error", f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:500], stdout, seconds)
+        return CellRun(
+            "error",
+            f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:500],
+            stdout,
+            seconds,
+        )
 
     # -- the kernel's input requests: stand-ins (codec.py) ask the grader through them -------------
     @contextlib.contextmanager
     def answering_stdin(self, answer: Callable[[str], str]) -> Iterator[None]:
-        """Within the block, the kernel's input requests (prompt -> reply) are answered by ``answer``;
+        """Within the block, the kernel's input requests (prompt -> reply) are answered by
+        ``answer``;
         outside it, stdin is off."""
         self.stdin_answer = answer
         try:
@@ -327,7 +395,7 @@ class Kernel:
         poller.register(stdin, zmq.POLLIN)
         deadline = time.monotonic() + timeout
         while True:
-            ready = dict(poller.poll(max(0.0, deadline - time.monotonic()) * 1000))
+            ready = dict(poller.poll(int(max(0.0, deadline - time.monotonic()) * 1000)))
             if stdin in ready:
                 request = self.kc.get_stdin_msg(timeout=0)
                 if request["msg_type"] == "input_request":

@@ -114,7 +114,8 @@ def read_lab(path: Path) -> Lab:
     # never stood in for while it is graded, or a student could blank one to have the reference do it.
     alternatives = meta.get("alternatives", {})
     answers = answer_functions(nb.cells)
-    parts, owner = [], {}
+    parts: list[Part] = []
+    owner: dict[str, str] = {}
     for index, cell in enumerate(nb.cells):
         info = nbgrader_meta(cell)
         if info.get("grade") and cell.cell_type == "code":

@@ -12,6 +12,7 @@ libraries: the command line reads it before it knows what it will run.
     >>> limits_from(argparse.Namespace(cell_timeout=5.0, memory_mb=1024.0)).memory_bytes == 1024**3
     True
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,8 @@ GRADER_MEMORY_BYTES = 6 * 1024**3
 
 
 def default_workers() -> int:
-    """Notebooks graded at once on this machine: twice the cores (about a quarter of grading is waiting)."""
+    """Notebooks graded at once on this machine: twice the cores (about a quarter of grading is
+    waiting)."""
     return 2 * (os.cpu_count() or 1)
 
 
@@ -57,8 +59,13 @@ class Limits:
 
     def rlimits(self) -> dict[str, int]:
         """The resource limits the launcher sets in the kernel (``resource.setrlimit`` names)."""
-        limits = {"RLIMIT_AS": self.memory_bytes, "RLIMIT_FSIZE": self.file_bytes,
-                  "RLIMIT_NOFILE": self.open_files, "RLIMIT_CPU": self.cpu_seconds, "RLIMIT_CORE": 0}
+        limits = {
+            "RLIMIT_AS": self.memory_bytes,
+            "RLIMIT_FSIZE": self.file_bytes,
+            "RLIMIT_NOFILE": self.open_files,
+            "RLIMIT_CPU": self.cpu_seconds,
+            "RLIMIT_CORE": 0,
+        }
         if os.geteuid() == 0:  # RLIMIT_NPROC counts every process of the uid: only a uid of its own
             limits["RLIMIT_NPROC"] = self.processes
         return {name: value for name, value in limits.items() if value > 0 or name == "RLIMIT_CORE"}
@@ -73,44 +80,81 @@ def add_limit_arguments(parser: argparse.ArgumentParser, gradescope: bool = Fals
     """The limit options of ``grade`` and ``serve`` (with ``gradescope``: the five a Gradescope zip
     carries, with what to keep them below), their defaults from :class:`Limits`."""
     limits = Limits()
-    parser.add_argument("--cell-timeout", type=float, default=limits.cell_seconds,
-                        help=f"seconds one cell may run (default {_number(limits.cell_seconds)})")
-    parser.add_argument("--call-timeout", type=float, default=limits.call_seconds,
-                        help="seconds one call of a student function may run "
-                             f"(default {_number(limits.call_seconds)})")
-    parser.add_argument("--part-timeout", type=float, default=PART_SECONDS,
-                        help=f"seconds the hidden tests of one part may run (default {_number(PART_SECONDS)})")
+    parser.add_argument(
+        "--cell-timeout",
+        type=float,
+        default=limits.cell_seconds,
+        help=f"seconds one cell may run (default {_number(limits.cell_seconds)})",
+    )
+    parser.add_argument(
+        "--call-timeout",
+        type=float,
+        default=limits.call_seconds,
+        help="seconds one call of a student function may run "
+        f"(default {_number(limits.call_seconds)})",
+    )
+    parser.add_argument(
+        "--part-timeout",
+        type=float,
+        default=PART_SECONDS,
+        help=f"seconds the hidden tests of one part may run (default {_number(PART_SECONDS)})",
+    )
     below = "; keep it below Gradescope's own timeout" if gradescope else ""
-    parser.add_argument("--notebook-timeout", type=float, default=limits.notebook_seconds,
-                        help="seconds everything done for one file may take: cells, hidden tests, restarts and "
-                             f"replays (default {_number(limits.notebook_seconds)}{below})")
+    parser.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=limits.notebook_seconds,
+        help="seconds everything done for one file may take: cells, hidden tests, restarts and "
+        f"replays (default {_number(limits.notebook_seconds)}{below})",
+    )
     below = "; keep it below the container's memory" if gradescope else ""
-    parser.add_argument("--memory-mb", type=float, default=limits.memory_bytes / MiB,
-                        help=f"memory cap of a student's kernel in MiB (default {_number(limits.memory_bytes / MiB)}"
-                             f"{below})")
+    parser.add_argument(
+        "--memory-mb",
+        type=float,
+        default=limits.memory_bytes / MiB,
+        help="memory cap of a student's kernel in MiB "
+        f"(default {_number(limits.memory_bytes / MiB)}{below})",
+    )
     if gradescope:
         return
-    parser.add_argument("--max-restarts", type=int, default=limits.max_restarts,
-                        help=f"kernel restarts allowed per notebook after a crash (default {limits.max_restarts}); "
-                             "all within --notebook-timeout")
-    parser.add_argument("--grader-memory-mb", type=float, default=GRADER_MEMORY_BYTES / MiB,
-                        help="address-space cap of each local grading process in MiB "
-                             f"(default {_number(GRADER_MEMORY_BYTES / MiB)}; 0: none)")
-    parser.add_argument("--require-isolation", action="store_true",
-                        help="refuse to grade unless every kernel runs behind the Landlock boundary (never fall "
-                             "back to the weaker fence; see docs/SECURITY.md)")
-    parser.add_argument("--one-kernel", action="store_true",
-                        help="grade each part at its test cell's place in the notebook's one kernel, never in a "
-                             "second kernel; the feedback then shows the notebook's own output only up to its "
-                             "first hidden test (by default the feedback shows all of it; see docs/GRADING.md)")
+    parser.add_argument(
+        "--max-restarts",
+        type=int,
+        default=limits.max_restarts,
+        help=f"kernel restarts allowed per notebook after a crash (default {limits.max_restarts}); "
+        "all within --notebook-timeout",
+    )
+    parser.add_argument(
+        "--grader-memory-mb",
+        type=float,
+        default=GRADER_MEMORY_BYTES / MiB,
+        help="address-space cap of each local grading process in MiB "
+        f"(default {_number(GRADER_MEMORY_BYTES / MiB)}; 0: none)",
+    )
+    parser.add_argument(
+        "--require-isolation",
+        action="store_true",
+        help="refuse to grade unless every kernel runs behind the Landlock boundary (never fall "
+        "back to the weaker fence; see docs/SECURITY.md)",
+    )
+    parser.add_argument(
+        "--one-kernel",
+        action="store_true",
+        help="grade each part at its test cell's place in the notebook's one kernel, never in a "
+        "second kernel; the feedback then shows the notebook's own output only up to its "
+        "first hidden test (by default the feedback shows all of it; see docs/GRADING.md)",
+    )
 
 
 def limits_from(args: argparse.Namespace) -> Limits:
-    """The :class:`Limits` that :func:`add_limit_arguments`'s options say (an option absent: its default)."""
+    """The :class:`Limits` that :func:`add_limit_arguments`'s options say (an option absent: its
+    default)."""
     usual = Limits()
-    return Limits(cell_seconds=getattr(args, "cell_timeout", usual.cell_seconds),
-                  call_seconds=getattr(args, "call_timeout", usual.call_seconds),
-                  notebook_seconds=getattr(args, "notebook_timeout", usual.notebook_seconds),
-                  memory_bytes=int(getattr(args, "memory_mb", usual.memory_bytes / MiB) * MiB),
-                  max_restarts=getattr(args, "max_restarts", usual.max_restarts),
-                  require_isolation=getattr(args, "require_isolation", usual.require_isolation))
+    return Limits(
+        cell_seconds=getattr(args, "cell_timeout", usual.cell_seconds),
+        call_seconds=getattr(args, "call_timeout", usual.call_seconds),
+        notebook_seconds=getattr(args, "notebook_timeout", usual.notebook_seconds),
+        memory_bytes=int(getattr(args, "memory_mb", usual.memory_bytes / MiB) * MiB),
+        max_restarts=getattr(args, "max_restarts", usual.max_restarts),
+        require_isolation=getattr(args, "require_isolation", usual.require_isolation),
+    )

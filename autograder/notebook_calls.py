@@ -1,11 +1,12 @@
-"""Calls from the grader into the notebook running in a kernel: a student's function called with plain
-values (one call, or many in one round trip), a variable fetched, a name described, snapshots of
-what a part's hidden tests can reach, and stand-ins placed and put back (``codec.py`` is the
-kernel's side of each).
+"""Calls from the grader into the notebook running in a kernel: a student's function called with
+plain values (one call, or many in one round trip), a variable fetched, a name described,
+snapshots of what a part's hidden tests can reach, and stand-ins placed and put back
+(``codec.py`` is the kernel's side of each).
 
 A call's outcome crosses the boundary as a list that ``codec._outcome`` writes in the kernel and
 :meth:`CallOutcome.decode` alone reads here.
 """
+
 from __future__ import annotations
 
 import ast
@@ -14,7 +15,7 @@ import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from autograder import codec, shapes
 from autograder.course_interface import OWN_CLASS, StudentError, mark_student_error
@@ -27,8 +28,9 @@ from autograder.limits import Limits
 class CallOutcome:
     """What one call of a student's function did, as the kernel's codec reported it.
 
-    >>> CallOutcome.decode(["raised", "KeyError", True, "x"])
-    CallOutcome(kind='raised', value=None, arguments=None, class_name='KeyError', builtin=True, message='x')
+    >>> raised = CallOutcome.decode(["raised", "KeyError", True, "x"])
+    >>> raised.kind, raised.class_name, raised.builtin, raised.message
+    ('raised', 'KeyError', True, 'x')
     >>> CallOutcome.decode(["timeout"]).kind
     'timeout'
     """
@@ -46,23 +48,34 @@ class CallOutcome:
             return cls("returned", outcome[1], outcome[2] if len(outcome) > 2 else None)
         if outcome[0] == "raised":
             _, class_name, builtin, message = outcome
-            return cls("raised", class_name=str(class_name), builtin=bool(builtin), message=str(message))
+            return cls(
+                "raised", class_name=str(class_name), builtin=bool(builtin), message=str(message)
+            )
         if outcome[0] == "timeout":
             return cls("timeout")
-        raise KernelDied(f"the grader's call failed in the kernel: an outcome of kind {str(outcome[0])[:40]!r}")
+        raise KernelDied(
+            f"the grader's call failed in the kernel: an outcome of kind {str(outcome[0])[:40]!r}"
+        )
 
     def error(self, name: str) -> Exception:
         """The exception to raise in the grader for a call of ``name`` that raised: a built-in class
-        again with its message, any other as :class:`StudentRaised`; marked with a :class:`StudentError`."""
+        again with its message, any other as :class:`StudentRaised`; marked with a
+        :class:`StudentError`."""
         kind = getattr(builtins, self.class_name, None) if self.builtin else None
         error: Exception
         if isinstance(kind, type) and issubclass(kind, Exception):
             try:
-                error = kind(self.message)  # the hidden test may read the message; the feedback never shows it
-            except Exception:  # a built-in class that takes more than a message (UnicodeDecodeError): still named
+                error = kind(
+                    self.message
+                )  # the hidden test may read the message; the feedback never shows it
+            except (
+                Exception
+            ):  # a built-in class that takes more than a message (UnicodeDecodeError): still named
                 error = StudentRaised(f"{self.class_name}: {self.message}")
             said = StudentError(name, kind.__name__)
-        else:  # a class the student made: its name is theirs to choose, like a message, so it is not repeated
+        # a class the student made: its name is theirs to choose, like a message, so it is
+        # not repeated
+        else:
             error = StudentRaised(f"{OWN_CLASS}: {self.message}")
             said = StudentError(name, OWN_CLASS)
         # What the feedback may say of it, in the grader's words only (verdicts.raised).
@@ -75,8 +88,11 @@ class NotebookCalls:
 
     def __init__(self, kernel: Kernel, limits: Limits, clock: Clock):
         self.kernel, self.limits, self.clock = kernel, limits, clock
-        self.sent_arguments: list = []  # every argument a hidden test passed, to keep them out of feedback
-        self.shapes: dict[str, Any] = {}  # function name -> the shape of what it returned (shapes.py)
+        # every argument a hidden test passed, to keep them out of feedback
+        self.sent_arguments: list = []
+        self.shapes: dict[
+            str, Any
+        ] = {}  # function name -> the shape of what it returned (shapes.py)
 
     @contextlib.contextmanager
     def limits_for(self, call_seconds: float) -> Iterator[None]:
@@ -89,10 +105,13 @@ class NotebookCalls:
             self.limits = usual
 
     def evaluate(self, expression: str, timeout: float) -> Any:
-        """The value of ``expression`` in the kernel (a literal); a dead kernel is restarted and raises."""
+        """The value of ``expression`` in the kernel (a literal); a dead kernel is restarted
+        and raises."""
         try:
             # silent: no execute_input to publish, no post-run events; 10% less per call, measured.
-            content = self.kernel.execute("", timeout=timeout, silent=True, expressions={"value": expression})
+            content = self.kernel.execute(
+                "", timeout=timeout, silent=True, expressions={"value": expression}
+            )
         except KernelDied:
             self.kernel.restart()
             raise
@@ -101,12 +120,17 @@ class NotebookCalls:
         if result.get("status") != "ok":
             if result.get("ename") == "KeyboardInterrupt":
                 raise CallTimeout(f"did not finish within {timeout:g} s")
-            raise KernelDied(f"the grader's call failed in the kernel: {result.get('ename')}: {result.get('evalue')}")
+            raise KernelDied(
+                "the grader's call failed in the kernel: "
+                f"{result.get('ename')}: {result.get('evalue')}"
+            )
         return ast.literal_eval(result["data"]["text/plain"])
 
     def _codec(self, function: str, *args: Any) -> str:
-        return (f"__import__('sys').modules[{CODEC_MODULE!r}].{function}(get_ipython().user_ns, "
-                f"{', '.join(map(repr, args))})")
+        return (
+            f"__import__('sys').modules[{CODEC_MODULE!r}].{function}(get_ipython().user_ns, "
+            f"{', '.join(map(repr, args))})"
+        )
 
     def _ask(self, function: str, *args: Any) -> Any:
         return self.evaluate(self._codec(function, *args), timeout=self.limits.call_seconds)
@@ -118,7 +142,7 @@ class NotebookCalls:
     def put_back(self, name: str) -> None:
         self._ask("put_back", name)
 
-    def snapshot(self, key: str, names: list[str]) -> None:
+    def snapshot(self, key: str, names: Iterable[str]) -> None:
         """Remember, in the kernel, what ``names`` reach now (see ``codec.snapshot``)."""
         self._ask("snapshot", key, json.dumps(list(names)))
 
@@ -133,7 +157,8 @@ class NotebookCalls:
         return codec.decode(json.loads(self._ask("fetch", name)))
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        """``name(*args, **kwargs)`` in the student's kernel; the result as plain values of exact types.
+        """``name(*args, **kwargs)`` in the student's kernel; the result as plain values of
+        exact types.
 
         A built-in exception the function raised is raised again here, with the same class and
         message; any other as :class:`StudentRaised` (:meth:`CallOutcome.error`).
@@ -141,16 +166,27 @@ class NotebookCalls:
         self.sent_arguments.append([list(args), kwargs])
         self.clock.hidden_input_sent()
         payload = codec.pack((list(args), kwargs))
-        return self.result(name, CallOutcome.decode(json.loads(self._ask("call_in_namespace", name, payload))))
+        return self.result(
+            name, CallOutcome.decode(json.loads(self._ask("call_in_namespace", name, payload)))
+        )
 
-    def call_each(self, name: str, argument_lists: list, within: float | None = None, keywords: dict | None = None,
-                  with_arguments: bool = False) -> "CallResults":
+    def call_each(
+        self,
+        name: str,
+        argument_lists: list,
+        within: float | None = None,
+        keywords: dict | None = None,
+        with_arguments: bool = False,
+    ) -> "CallResults":
         """``name(*args, **keywords)`` for each of ``argument_lists``, in one round trip, as a loop
-        would call them: each call has its own time limit (``call_seconds``, kept in the kernel), the
-        batch stops at the first call that raised, and the results are read lazily, so that the error
+        would call them: each call has its own time limit (``call_seconds``, kept in the
+        kernel), the
+        batch stops at the first call that raised, and the results are read lazily, so that
+        the error
         (or time-out) of call k is raised where a loop reaches case k, after the checks of the
         cases before it. ``within`` caps the whole batch (the part's time left). With
-        ``with_arguments``, each result is ``(value, the arguments as the call left them)``: a hidden
+        ``with_arguments``, each result is ``(value, the arguments as the call left them)``:
+        a hidden
         test can see whether a function changed its input."""
         argument_lists = [list(args) for args in argument_lists]
         keywords = dict(keywords or {})
@@ -163,20 +199,29 @@ class NotebookCalls:
         timeout = seconds * max(1, len(argument_lists)) + self.limits.interrupt_grace_seconds
         if within is not None:
             timeout = min(timeout, max(within, 0.001))
-        call = (self._codec("call_each_in_namespace", name, payload, seconds, True) if with_arguments
-                else self._codec("call_each_in_namespace", name, payload, seconds))
-        outcomes = [CallOutcome.decode(outcome) for outcome in json.loads(self.evaluate(call, timeout=timeout))]
+        call = (
+            self._codec("call_each_in_namespace", name, payload, seconds, True)
+            if with_arguments
+            else self._codec("call_each_in_namespace", name, payload, seconds)
+        )
+        outcomes = [
+            CallOutcome.decode(outcome)
+            for outcome in json.loads(self.evaluate(call, timeout=timeout))
+        ]
         return CallResults(self, name, outcomes, len(argument_lists))
 
     def result(self, name: str, outcome: CallOutcome) -> Any:
-        """What a call that had ``outcome`` gives the hidden test: its value, or the error raised."""
+        """What a call that had ``outcome`` gives the hidden test: its value, or the error
+        raised."""
         if outcome.kind == "timeout":
             raise CallTimeout(f"did not finish within {self.limits.call_seconds:g} s")
         if outcome.kind == "raised":
             raise outcome.error(name)
         value = codec.decode(outcome.value)
         self.shapes[name] = shapes.merged(self.shapes.get(name), shapes.shape_of(value))
-        if outcome.arguments is not None:  # called with its arguments back (``call_each(..., with_arguments=True)``)
+        if (
+            outcome.arguments is not None
+        ):  # called with its arguments back (``call_each(..., with_arguments=True)``)
             return value, codec.decode(outcome.arguments)
         return value
 
@@ -186,7 +231,9 @@ class CallResults:
     result of a call that raised (or ran out of time) raises, and so does reading any result after
     it, since the batch stopped there, as a loop would have."""
 
-    def __init__(self, calls: NotebookCalls, name: str, outcomes: list[CallOutcome], requested: int):
+    def __init__(
+        self, calls: NotebookCalls, name: str, outcomes: list[CallOutcome], requested: int
+    ):
         self._calls, self._name, self._outcomes, self._requested = calls, name, outcomes, requested
 
     def __len__(self) -> int:
@@ -196,8 +243,14 @@ class CallResults:
         if not -self._requested <= index < self._requested:
             raise IndexError("call_each result index out of range")
         index %= self._requested
-        outcome = self._outcomes[min(index, len(self._outcomes) - 1)] if self._outcomes else CallOutcome("timeout")
-        if index >= len(self._outcomes) and outcome.kind == "returned":  # (never: the batch ran every call)
+        outcome = (
+            self._outcomes[min(index, len(self._outcomes) - 1)]
+            if self._outcomes
+            else CallOutcome("timeout")
+        )
+        if (
+            index >= len(self._outcomes) and outcome.kind == "returned"
+        ):  # (never: the batch ran every call)
             raise KernelDied("the grader's call failed in the kernel: missing results")
         return self._calls.result(self._name, outcome)
 

@@ -125,9 +125,9 @@ def match_answers_by_place(m: Matching) -> None:
             continue
         names = re.findall(r"^def (\w+)", cell.source, re.M)
 
-        def likeness(s: int) -> float:
-            defines = any(re.search(rf"^\s*def {n}\b", m.cells[s].source, re.M) for n in names)
-            return difflib.SequenceMatcher(None, cell.source, m.cells[s].source).ratio() + (1 if defines else 0)
+        def likeness(s: int) -> float:  # called in this iteration only: names and cell are this one's
+            defines = any(re.search(rf"^\s*def {n}\b", m.cells[s].source, re.M) for n in names)  # noqa: B023
+            return difflib.SequenceMatcher(None, cell.source, m.cells[s].source).ratio() + (1 if defines else 0)  # noqa: B023
 
         best_score, best = max((likeness(s), s) for s in window)
         if best_score >= 0.3:
@@ -164,9 +164,10 @@ def _out_of_order(matched: dict[int, int]) -> set[int]:
     positions = [s for _, s in pairs]
     best: list[list[int]] = []
     for i, s in enumerate(positions):
-        chain = max((best[j] for j in range(i) if positions[j] < s), key=len, default=[])
-        best.append(chain + [i])
-    keep = set(max(best, key=len, default=[]))
+        before = [best[j] for j in range(i) if positions[j] < s]
+        best.append((max(before, key=len) if before else []) + [i])
+    longest: list[int] = max(best, key=len) if best else []
+    keep = set(longest)
     return {pairs[i][0] for i in range(len(pairs)) if i not in keep}
 
 
@@ -198,8 +199,8 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
         meta = nbgrader_meta(cell)
         cell_id = meta.get("grade_id") or cell.get("id") or f"cell {r + 1}"
         role = _role(cell)
-        s = matched.get(r)
-        mine = cells[s] if s is not None else None
+        at = matched.get(r)
+        mine = cells[at] if at is not None else None
         # The Submit cell and its helper (autograder/service/notebook.py) are never run here: whatever a
         # student did to them costs nothing and is not reported.
         submit_cell = SUBMIT_TAG in (cell.get("metadata", {}).get("tags") or [])

@@ -168,7 +168,8 @@ def _decode(kind, value, where: str):
                    and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
         if missing:
             raise MalformedResult(f"{where}: missing field(s) {', '.join(missing)}")
-        return kind(**{name: _decode(hints[name], item, f"{where}.{name}") for name, item in value.items()})
+        build = typing.cast(typing.Callable[..., object], kind)
+        return build(**{name: _decode(hints[name], item, f"{where}.{name}") for name, item in value.items()})
     if origin is dict:
         if not isinstance(value, dict):
             raise MalformedResult(f"{where}: expected an object, got {type(value).__name__}")

@@ -23,7 +23,9 @@ import collections
 _SEQUENCES = (list, set, frozenset)
 _MAPPINGS = (dict, collections.Counter, collections.OrderedDict)
 
-Shape = tuple  # (type, [item shapes]) for a tuple; (type, item shape) for a sequence; (type, key, value) for a mapping
+# (type, [item shapes]) for a tuple; (type, item shape) for a sequence; (type, key, value) for a
+# mapping
+Shape = tuple
 
 
 def shape_of(value, depth: int = 0):

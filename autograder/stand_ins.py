@@ -1,4 +1,5 @@
-"""One bug, one part: a part is graded with the reference versions of the earlier answers it may rely on
+"""One bug, one part: a part is graded with the reference versions of the earlier answers it may
+rely on
 that failed their own parts.
 
 While such a part is graded, each failing helper in the student's kernel is a *stand-in*
@@ -7,6 +8,7 @@ grader over the kernel's stdin channel. The grader answers by running the refere
 own process, and only while that part is being graded; afterwards the student's own helper is put
 back. A stand-in kept by student code for later gets no answer, so it earns nothing elsewhere.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,7 +23,8 @@ from autograder.kernel import KernelSession
 from autograder.labs import Part, Upstream
 
 # (arrived, answered) on the grader's clock, for each stand-in call of this process: a timed call's
-# stand-in round trips are read from it (``check.StudentFunction.timed_call``), a hidden test counts them.
+# stand-in round trips are read from it (``check.StudentFunction.timed_call``), a hidden test
+# counts them.
 STAND_IN_LOG = STAND_INS.answers
 
 
@@ -89,7 +92,9 @@ def _in_child(function, seconds: float, args: tuple, kwargs: dict):
                 outcome = ("raised", error)
             data = pickle.dumps(outcome)
         except BaseException as error:
-            data = pickle.dumps(("raised", RuntimeError(f"the reference failed: {type(error).__name__}")))
+            data = pickle.dumps(
+                ("raised", RuntimeError(f"the reference failed: {type(error).__name__}"))
+            )
         with os.fdopen(write_end, "wb") as pipe:
             pipe.write(data)
         os._exit(0)
@@ -99,7 +104,9 @@ def _in_child(function, seconds: float, args: tuple, kwargs: dict):
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([read_end], [], [], left)[0]:
-                raise ReferenceTooSlow(f"the reference took longer than {seconds:g} s on these arguments")
+                raise ReferenceTooSlow(
+                    f"the reference took longer than {seconds:g} s on these arguments"
+                )
             chunk = os.read(read_end, 1 << 20)
             if not chunk:
                 break

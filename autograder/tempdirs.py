@@ -99,7 +99,7 @@ def sweep(where: Path | None = None) -> list[Path]:
     """Remove every ``bpe-*`` folder in ``where`` (the temporary folder) whose owner is gone; the
     folders removed. Folders of live processes, and names of another form, are left alone."""
     where = Path(where or tempfile.gettempdir())
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(where))
     except OSError:

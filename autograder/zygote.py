@@ -2,6 +2,7 @@
 ipykernel and the labs' libraries and forks a fresh kernel launcher on request, and the provisioner
 through which jupyter_client asks it (``AUTOGRADER_ZYGOTE=0`` turns it off).
 """
+
 from __future__ import annotations
 
 import ast
@@ -31,7 +32,7 @@ class ForkedProcess:
     stdin = stdout = stderr = None
 
     def __init__(self, pid: int):
-        self.pid, self.returncode = pid, None
+        self.pid, self.returncode = pid, None  # type: int, int | None
         self._pidfd = os.pidfd_open(pid)
 
     def poll(self) -> int | None:
@@ -44,9 +45,9 @@ class ForkedProcess:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
             if deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0.0)
             select.select([self._pidfd], [], [], 0.05)
-        return self.returncode
+        return self.poll() or 0
 
     def send_signal(self, signum: int) -> None:
         if self.poll() is None:
@@ -67,9 +68,10 @@ class Zygote:
     forks a fresh kernel launcher on request (``sandbox_launcher.zygote``): a kernel then starts in
     a few milliseconds of CPU instead of 0.5 s, and ``import pandas`` in a notebook costs nothing.
     It is started from a clean environment, never forked from the grader, so a kernel inherits
-    none of the grader's memory (hidden tests, reference answers). ``AUTOGRADER_ZYGOTE=0`` turns it off."""
+    none of the grader's memory (hidden tests, reference answers). ``AUTOGRADER_ZYGOTE=0`` turns
+    it off."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._folder: Path | None = None
@@ -78,14 +80,31 @@ class Zygote:
         self._stop()
         folder = self._folder = tempdirs.make("zygote")
         launcher = copy_launcher(folder)
-        env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ}
-        env.update(HOME=str(folder), MPLBACKEND="Agg", MPLCONFIGDIR=str(folder / "matplotlib"), PYTHONHASHSEED="0",
-                   OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
-        env.update(python_environment())  # the zygote imports ipykernel where this interpreter finds it
+        env = {
+            key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ
+        }
+        env.update(
+            HOME=str(folder),
+            MPLBACKEND="Agg",
+            MPLCONFIGDIR=str(folder / "matplotlib"),
+            PYTHONHASHSEED="0",
+            OMP_NUM_THREADS="1",
+            OPENBLAS_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        # the zygote imports ipykernel where this interpreter finds it
+        env.update(python_environment())
         with open(folder / "zygote.log", "ab") as log:
-            self._process = subprocess.Popen([sys.executable, str(launcher), "--zygote"],
-                                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                                             cwd=folder, start_new_session=True)
+            self._process = subprocess.Popen(
+                [sys.executable, str(launcher), "--zygote"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=env,
+                cwd=folder,
+                start_new_session=True,
+            )
         # Ended, and its folder removed, when this process ends: at exit, and at the end of a
         # multiprocessing worker (which runs its finalizers, not atexit).
         import multiprocessing.util
@@ -97,7 +116,8 @@ class Zygote:
         process, folder, self._process, self._folder = self._process, self._folder, None, None
         if process is not None:
             with contextlib.suppress(Exception):
-                process.stdin.close()
+                if process.stdin is not None:
+                    process.stdin.close()
             try:
                 process.wait(2)
             except subprocess.TimeoutExpired:
@@ -111,25 +131,34 @@ class Zygote:
         with self._lock:
             self._stop()
 
-    def spawn(self, argv: list[str], env: dict, cwd: str, log: str, preload: list[str]) -> ForkedProcess | None:
+    def spawn(
+        self, argv: list[str], env: dict, cwd: str, log: str, preload: list[str]
+    ) -> ForkedProcess | None:
         """A new kernel launcher process; None when the zygote cannot fork safely any more."""
-        request = json.dumps({"argv": argv, "env": env, "cwd": cwd, "log": log, "preload": preload}).encode() + b"\n"
+        request = (
+            json.dumps(
+                {"argv": argv, "env": env, "cwd": cwd, "log": log, "preload": preload}
+            ).encode()
+            + b"\n"
+        )
         with self._lock:
             for _ in range(2):
                 if self._process is None or self._process.poll() is not None:
                     self._start()
+                zygote = self._process
+                assert zygote is not None and zygote.stdin is not None and zygote.stdout is not None
                 try:
-                    self._process.stdin.write(request)
-                    self._process.stdin.flush()
-                    if select.select([self._process.stdout], [], [], 60)[0]:
-                        line = self._process.stdout.readline()
+                    zygote.stdin.write(request)
+                    zygote.stdin.flush()
+                    if select.select([zygote.stdout], [], [], 60)[0]:
+                        line = zygote.stdout.readline()
                         if line.strip() == b"0":
                             return None
                         if line.strip():
                             return ForkedProcess(int(line))
                 except (BrokenPipeError, ValueError, OSError):
                     pass
-                self._process.kill()
+                zygote.kill()
                 self._stop()
         raise KernelDied("the kernel zygote could not start a kernel")
 
@@ -138,16 +167,22 @@ ZYGOTE = Zygote()
 
 
 class ZygoteProvisioner(LocalProvisioner):
-    """jupyter_client's local provisioner, except that the kernel process comes from :data:`ZYGOTE`."""
+    """jupyter_client's local provisioner, except that the kernel process comes from
+    :data:`ZYGOTE`."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         log = kwargs.get("stdout")
-        process = ZYGOTE.spawn(cmd, dict(kwargs.get("env") or {}), str(kwargs.get("cwd") or os.getcwd()),
-                               getattr(log, "name", os.devnull), list(getattr(self.parent, "autograder_preload", ())))
+        process = ZYGOTE.spawn(
+            cmd,
+            dict(kwargs.get("env") or {}),
+            str(kwargs.get("cwd") or os.getcwd()),
+            getattr(log, "name", os.devnull),
+            list(getattr(self.parent, "autograder_preload", ())),
+        )
         if process is None:
             return await super().launch_kernel(cmd, **kwargs)
-        self.process = process
-        self.pid = self.pgid = self.process.pid
+        self.process = process  # type: ignore[assignment]  # what it uses of a Popen (ForkedProcess)
+        self.pid = self.pgid = process.pid
         self.cwd = kwargs.get("cwd")
         return self.connection_info
 
@@ -170,10 +205,11 @@ def imported_modules(sources) -> tuple[str, ...]:
                 found += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.append(node.module)
-                found += [f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*"]
+                found += [
+                    f"{node.module}.{alias.name}" for alias in node.names if alias.name != "*"
+                ]
     return tuple(dict.fromkeys(found))
 
 
 def zygote_enabled() -> bool:
     return os.environ.get("AUTOGRADER_ZYGOTE", "1") != "0" and hasattr(os, "pidfd_open")
-

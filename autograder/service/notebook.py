@@ -57,8 +57,8 @@ def helper_source(server: str, lab_id: str, token_variable: str) -> str:
     """The helper cell's code with the course's settings built in."""
     source = HELPER_SOURCE.read_text(encoding="utf-8").rstrip() + "\n"
     for name, value in (("server", server), ("lab", lab_id), ("token_variable", token_variable)):
-        # a JSON string is a Python string literal too
-        source, count = re.subn(rf'^    {name} = "[^"\n]*"', lambda _: f"    {name} = {json.dumps(value, ensure_ascii=False)}",
+        # a JSON string is a Python string literal too (the lambda runs in this iteration only)
+        source, count = re.subn(rf'^    {name} = "[^"\n]*"', lambda _: f"    {name} = {json.dumps(value, ensure_ascii=False)}",  # noqa: B023
                                 source, count=1, flags=re.M)
         assert count == 1, f"submit_helper.py has no {name} = ... line"
     return source

@@ -164,7 +164,7 @@ def recover_orphans(db: Database) -> list[tuple[int, str]]:
                     setattr(row, name, value)
                 done.append((job_id, ERROR))
     with db.writing() as session:  # graders known dead are marked so
-        for claimer, grader in graders.items():
+        for grader in graders.values():
             if not alive(grader) and not grader.stopped:
                 grader.stopped = True
                 session.merge(grader)

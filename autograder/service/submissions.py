@@ -114,7 +114,7 @@ def accept(db: Database, settings: ServiceSettings, student_id: str, path: Path,
         number = f" #{pending.id}" if pending is not None else ""
         raise Refused(429, f"your submission{number} of {lab} is still waiting for its result: one submission of a lab "
                            f"at a time, so wait for it, then submit again (try in about {retry} s)", "one_at_a_time",
-                      {"Retry-After": str(retry)}, {"retry_after": retry, "pending": pending.id if pending else None})
+                      {"Retry-After": str(retry)}, {"retry_after": retry, "pending": pending.id if pending else None}) from None
     return row
 
 
