@@ -49,14 +49,11 @@ class StudentFunction(GraderFunction):
             return self.session.call(self.__name__, *args, **kwargs)
 
     def timed_call(self, seconds: float, *args, **kwargs) -> tuple:
-        """``(result, seconds, round trips)``: one call (with a time limit of at least
-        ``seconds``), its
-        time on the grader's clock less the grader's own time answering the stand-ins it
-        called, and, for
-        each stand-in call, the time from the kernel's previous word to its request (the
-        call's start, or
-        the previous answer): the round trip, and whatever the student's code did in between. What a
-        course's ``timed_call`` helper calls."""
+        """``(result, seconds, round trips)``: one call (with a time limit of at least ``seconds``),
+        its time on the grader's clock less the grader's own time answering the stand-ins it called,
+        and, for each stand-in call, the time from the kernel's previous word to its request (the
+        call's start, or the previous answer): the round trip, and whatever the student's code did
+        in between. What a course's ``timed_call`` helper calls."""
         first, service = len(STAND_INS.answers), STAND_INS.seconds
         started = time.perf_counter()
         result = self.call_with_time_limit(seconds, *args, **kwargs)
@@ -113,18 +110,14 @@ def run_part(session: KernelSession, part: Part, seconds: float = PART_SECONDS) 
             with standing_in(session, helpers) as used:
                 stood = _graded(session, part, seconds)
         except (KernelDied, CallTimeout):  # the stand-ins could not be placed
-            stood, used = (
-                PartScore(
-                    part.part_id, 0, part.points, verdicts.NOT_GRADED, verdict=Verdict.NOT_GRADED
-                ),
-                set(),
-            )
+            not_graded = PartScore(part.part_id, 0, part.points, verdicts.NOT_GRADED,
+                                   verdict=Verdict.NOT_GRADED)
+            stood, used = not_graded, set()
         said = note(part, helpers, used)
         if said and stood.score > own.score:
             result = replace(stood, message=f"{said}; {stood.message}")
-        # both ways failed: what the part's own code got wrong, with the earlier bug ruled
-        # out
         elif said:
+            # both ways failed: what the part's own code got wrong, with the earlier bug ruled out
             result = replace(own, message=f"{said}, and with yours; both ways: {stood.message}")
     session.part_passed[part.part_id] = result.passed
     return result

@@ -104,11 +104,9 @@ def call_each(
 
 
 def call_with_time_limit(function: Callable, seconds: float, *args: Any, **kwargs: Any) -> Any:
-    """``function(*args, **kwargs)``; against a student's function in the grader, with its own
-    time limit
-    of ``seconds`` (at least the usual one) instead of the usual one: for one large case whose
-    size is
-    the point (an algorithm that is too slow must not finish, a right one must, with room to
+    """``function(*args, **kwargs)``; against a student's function in the grader, with its own time
+    limit of ``seconds`` (at least the usual one) instead of the usual one: for one large case whose
+    size is the point (an algorithm that is too slow must not finish, a right one must, with room to
     spare)."""
     if isinstance(function, GraderFunction):
         return function.call_with_time_limit(seconds, *args, **kwargs)
@@ -135,9 +133,9 @@ def timed_call(
 
 @dataclass(frozen=True)
 class StudentError:
-    """What the grader may say of an exception a student's function raised: the function the
-    hidden test
-    called, and the class if it is a built-in one (else :data:`OWN_CLASS`). Never the message."""
+    """What the grader may say of an exception a student's function raised: the function the hidden
+    test called, and the class if it is a built-in one (else :data:`OWN_CLASS`). Never the
+    message."""
 
     function: str
     class_name: str

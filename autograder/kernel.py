@@ -47,45 +47,30 @@ OWN_EXCEPTION = OWN_CLASS  # how a hidden test's feedback names a class the stud
 
 
 class KernelSession:
-    """A notebook's kernel for one file, as a context manager: started on entry, shut down on
-    exit."""
+    """A notebook's kernel for one file, as a context manager: started on entry, shut down on exit.
 
-    def __init__(
-        self,
-        workdir: Path,
-        limits: Limits | None = None,
-        data_dir: Path | None = None,
-        denied: tuple[Path, ...] = (),
-        preload: tuple[str, ...] = (),
-        status: str | None = None,
-        use_zygote: bool = True,
-        course: CoursePaths | None = None,
-        clock: Clock | None = None,
-    ):
-        """``preload``: modules the released notebook imports (see zygote.py); ``status``:
-        the isolation
-        to give the kernel (default: isolation_status()); ``use_zygote=False``: started the
-        usual way
-        (the probe); ``course``: its paths (default: the course being graded); ``clock``: the file's
-        clock, shared by all its kernels (default: a new one)."""
+    ``preload``: modules the released notebook imports (see zygote.py); ``status``: the isolation to
+    give the kernel (default: isolation_status()); ``use_zygote=False``: started the usual way (the
+    probe); ``course``: its paths (default: the course being graded); ``clock``: the file's clock,
+    shared by all its kernels (default: a new one)."""
+
+    def __init__(self, workdir: Path, limits: Limits | None = None, data_dir: Path | None = None,
+                 denied: tuple[Path, ...] = (), preload: tuple[str, ...] = (),
+                 status: str | None = None, use_zygote: bool = True,
+                 course: CoursePaths | None = None, clock: Clock | None = None):
         limits = limits or Limits()
         self.clock = clock or Clock(limits.notebook_seconds)
         self.status, self.isolation = status, ""
-        self.workspace = Workspace(
-            Path(workdir), "", limits, course or CoursePaths.of(), data_dir, denied
-        )
+        paths = course or CoursePaths.of()
+        self.workspace = Workspace(Path(workdir), "", limits, paths, data_dir, denied)
         self.kernel = Kernel(self.workspace, limits, self.clock, preload, use_zygote)
         self.calls = calls = NotebookCalls(self.kernel, limits, self.clock)
         # The notebook calls a grader makes besides a student's functions (notebook_calls.py).
         self.describe, self.fetch, self.snapshot = calls.describe, calls.fetch, calls.snapshot
-        self.changed_since, self.stand_in, self.put_back = (
-            calls.changed_since,
-            calls.stand_in,
-            calls.put_back,
-        )
-        self.part_passed: dict[
-            str, bool
-        ] = {}  # part id -> full points, for the parts graded so far (check.py)
+        self.changed_since, self.stand_in = calls.changed_since, calls.stand_in
+        self.put_back = calls.put_back
+        # part id -> full points, for the parts graded so far (check.py)
+        self.part_passed: dict[str, bool] = {}
 
     def __enter__(self) -> "KernelSession":
         if self.seconds_left <= 0:  # no kernel started only to be told so
@@ -93,14 +78,11 @@ class KernelSession:
         self.isolation = self.workspace.isolation = self.status or isolation_status()
         if self.limits.require_isolation and not boundary_mode(self.isolation):
             raise IsolationUnavailable(
-                f"kernel isolation was required but is not available here: {self.isolation}"
-            )
+                f"kernel isolation was required but is not available here: {self.isolation}")
         self.workspace.create()
         try:
             self.kernel.start()
-        except (
-            BaseException
-        ):  # a kernel that started, then failed (its codec, the notebook's time): shut it too
+        except BaseException:  # started, then failed (its codec, the notebook's time): shut it too
             self._shut_down(self.kernel, self.workspace)
             raise
         return self
@@ -109,9 +91,8 @@ class KernelSession:
         # Shutting a kernel down is mostly waiting for it to exit: let a thread do it while the
         # worker goes on to the next notebook. Not a daemon, so that no kernel outlives the
         # process (interpreter exit, and multiprocessing's workers, join such threads).
-        threading.Thread(
-            target=self._shut_down, args=(self.kernel, self.workspace), daemon=False
-        ).start()
+        threading.Thread(target=self._shut_down, args=(self.kernel, self.workspace),
+                         daemon=False).start()
 
     @staticmethod
     def _shut_down(kernel: Kernel, workspace: Workspace) -> None:
@@ -145,9 +126,8 @@ class KernelSession:
         with self.calls.limits_for(call_seconds):
             yield
 
-    def answering_stdin(
-        self, answer: Callable[[str], str]
-    ) -> contextlib.AbstractContextManager[None]:
+    def answering_stdin(self, answer: Callable[[str], str]
+                        ) -> contextlib.AbstractContextManager[None]:
         """Within the block, the kernel's input requests are answered by ``answer`` (stand-ins)."""
         return self.kernel.answering_stdin(answer)
 
@@ -157,12 +137,6 @@ class KernelSession:
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.calls.call(name, *args, **kwargs)
 
-    def call_each(
-        self,
-        name: str,
-        argument_lists: list,
-        within: float | None = None,
-        keywords: dict | None = None,
-        with_arguments: bool = False,
-    ) -> CallResults:
+    def call_each(self, name: str, argument_lists: list, within: float | None = None,
+                  keywords: dict | None = None, with_arguments: bool = False) -> CallResults:
         return self.calls.call_each(name, argument_lists, within, keywords, with_arguments)

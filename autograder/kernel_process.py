@@ -131,9 +131,8 @@ class Kernel:
             # read by ZygoteProvisioner
             km.autograder_preload = self.preload  # type: ignore[attr-defined]
         km.write_connection_file()
-        workspace.give_to_kernel(
-            km.connection_file
-        )  # readable by the kernel's uid alone; Landlock keeps it read-only
+        # readable by the kernel's uid alone; Landlock keeps it read-only
+        workspace.give_to_kernel(km.connection_file)
         # The kernel process's own output (ipykernel's start-up warnings) goes to a log beside it;
         # what the notebook prints travels on the output channel as usual.
         # A log of each start's own: what a killed kernel wrote to its stderr (after a hidden input
@@ -151,9 +150,7 @@ class Kernel:
     def _connect(self) -> None:
         assert self.km is not None
         self.kc = self.km.client()
-        self.kc.context.setsockopt(
-            zmq.MAXMSGSIZE, self.limits.reply_bytes
-        )  # see Limits.reply_bytes
+        self.kc.context.setsockopt(zmq.MAXMSGSIZE, self.limits.reply_bytes)  # Limits.reply_bytes
         self.kc.start_channels()
 
     def _wait_until_ready(self, log_path: Path) -> None:
@@ -307,10 +304,9 @@ class Kernel:
         """Read the output channel: what was printed, up to ``limit`` characters (long outputs cost
         nothing). With ``until_idle_of``, wait (briefly) for that request's outputs to end.
 
-        Never longer than ``Limits.drain_seconds`` nor past the notebook's time: a kernel
-        can publish
-        output faster than it is read (a thread sending signed messages without end), and the output
-        channel is never empty then."""
+        Never longer than ``Limits.drain_seconds`` nor past the notebook's time: a kernel can
+        publish output faster than it is read (a thread sending signed messages without end), and
+        the output channel is never empty then."""
         chunks: list[str] = []
         size = 0
         deadline = time.monotonic() + max(0.0, min(self.limits.drain_seconds, self.seconds_left))
@@ -377,8 +373,7 @@ class Kernel:
     @contextlib.contextmanager
     def answering_stdin(self, answer: Callable[[str], str]) -> Iterator[None]:
         """Within the block, the kernel's input requests (prompt -> reply) are answered by
-        ``answer``;
-        outside it, stdin is off."""
+        ``answer``; outside it, stdin is off."""
         self.stdin_answer = answer
         try:
             yield

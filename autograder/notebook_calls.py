@@ -65,17 +65,14 @@ class CallOutcome:
         error: Exception
         if isinstance(kind, type) and issubclass(kind, Exception):
             try:
-                error = kind(
-                    self.message
-                )  # the hidden test may read the message; the feedback never shows it
-            except (
-                Exception
-            ):  # a built-in class that takes more than a message (UnicodeDecodeError): still named
-                error = StudentRaised(f"{self.class_name}: {self.message}")
+                # the hidden test may read the message; the feedback never shows it
+                error = kind(self.message)
+            except Exception:  # a built-in class taking more than a message (UnicodeDecodeError)
+                error = StudentRaised(f"{self.class_name}: {self.message}")  # still named
             said = StudentError(name, kind.__name__)
-        # a class the student made: its name is theirs to choose, like a message, so it is
-        # not repeated
         else:
+            # a class the student made: its name is theirs to choose, like a message, so it is
+            # not repeated
             error = StudentRaised(f"{OWN_CLASS}: {self.message}")
             said = StudentError(name, OWN_CLASS)
         # What the feedback may say of it, in the grader's words only (verdicts.raised).
@@ -90,9 +87,8 @@ class NotebookCalls:
         self.kernel, self.limits, self.clock = kernel, limits, clock
         # every argument a hidden test passed, to keep them out of feedback
         self.sent_arguments: list = []
-        self.shapes: dict[
-            str, Any
-        ] = {}  # function name -> the shape of what it returned (shapes.py)
+        # function name -> the shape of what it returned (shapes.py)
+        self.shapes: dict[str, Any] = {}
 
     @contextlib.contextmanager
     def limits_for(self, call_seconds: float) -> Iterator[None]:
@@ -179,15 +175,12 @@ class NotebookCalls:
         with_arguments: bool = False,
     ) -> "CallResults":
         """``name(*args, **keywords)`` for each of ``argument_lists``, in one round trip, as a loop
-        would call them: each call has its own time limit (``call_seconds``, kept in the
-        kernel), the
-        batch stops at the first call that raised, and the results are read lazily, so that
-        the error
-        (or time-out) of call k is raised where a loop reaches case k, after the checks of the
+        would call them: each call has its own time limit (``call_seconds``, kept in the kernel),
+        the batch stops at the first call that raised, and the results are read lazily, so that the
+        error (or time-out) of call k is raised where a loop reaches case k, after the checks of the
         cases before it. ``within`` caps the whole batch (the part's time left). With
-        ``with_arguments``, each result is ``(value, the arguments as the call left them)``:
-        a hidden
-        test can see whether a function changed its input."""
+        ``with_arguments``, each result is ``(value, the arguments as the call left them)``: a
+        hidden test can see whether a function changed its input."""
         argument_lists = [list(args) for args in argument_lists]
         keywords = dict(keywords or {})
         self.sent_arguments.extend(argument_lists)
@@ -219,9 +212,7 @@ class NotebookCalls:
             raise outcome.error(name)
         value = codec.decode(outcome.value)
         self.shapes[name] = shapes.merged(self.shapes.get(name), shapes.shape_of(value))
-        if (
-            outcome.arguments is not None
-        ):  # called with its arguments back (``call_each(..., with_arguments=True)``)
+        if outcome.arguments is not None:  # call_each(..., with_arguments=True)
             return value, codec.decode(outcome.arguments)
         return value
 
@@ -248,9 +239,7 @@ class CallResults:
             if self._outcomes
             else CallOutcome("timeout")
         )
-        if (
-            index >= len(self._outcomes) and outcome.kind == "returned"
-        ):  # (never: the batch ran every call)
+        if index >= len(self._outcomes) and outcome.kind == "returned":  # (never: all ran)
             raise KernelDied("the grader's call failed in the kernel: missing results")
         return self._calls.result(self._name, outcome)
 

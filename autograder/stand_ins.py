@@ -1,6 +1,5 @@
 """One bug, one part: a part is graded with the reference versions of the earlier answers it may
-rely on
-that failed their own parts.
+rely on that failed their own parts.
 
 While such a part is graded, each failing helper in the student's kernel is a *stand-in*
 (``codec.stand_in``): a function that carries no reference code, only sends its arguments to the
