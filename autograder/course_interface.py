@@ -14,9 +14,7 @@ The engine gives a course's hidden tests, while it grades:
   test called and the exception's class, never its message: ``verdicts.py``), which
   :func:`student_error` reads and :func:`report_as` renames;
 * :class:`~autograder.verdicts.TooSlow`, the failure of a speed check, whose message the grader
-  writes;
-* :func:`stand_in_calls`: how many stand-in calls the grader has answered in this process (0 outside
-  the grader), for a speed check that allows for them (``stand_ins.py``).
+  writes.
 
 Nothing here imports the kernel's libraries: a hidden test's helpers import it in any process.
 
@@ -46,7 +44,6 @@ __all__ = [
     "call_each",
     "call_with_time_limit",
     "report_as",
-    "stand_in_calls",
     "student_error",
     "timed_call",
 ]
@@ -197,12 +194,3 @@ class StandInLog:
 
 
 STAND_INS = StandInLog()
-
-
-def stand_in_calls() -> int:
-    """How many stand-in calls the grader has answered in this process (0 outside the grader).
-
-    >>> stand_in_calls() >= 0
-    True
-    """
-    return len(STAND_INS.answers)

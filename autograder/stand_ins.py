@@ -22,8 +22,7 @@ from autograder.kernel import KernelSession
 from autograder.labs import Part, Upstream
 
 # (arrived, answered) on the grader's clock, for each stand-in call of this process: a timed call's
-# stand-in round trips are read from it (``check.StudentFunction.timed_call``), a hidden test
-# counts them.
+# stand-in round trips are read from it (``check.StudentFunction.timed_call``).
 STAND_IN_LOG = STAND_INS.answers
 
 
