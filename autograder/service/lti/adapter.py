@@ -61,11 +61,10 @@ class Cookies(CookieService):
 
     def apply(self, response: Response) -> Response:
         for name, (value, max_age) in self.pending.items():
-            options = dict(max_age=max_age, path="/", secure=True, httponly=True, samesite="none")
-            try:
-                response.set_cookie(name, value, partitioned=True, **options)
-            except TypeError:  # a Starlette older than 0.39 has no partitioned cookies
-                response.set_cookie(name, value, **options)
+            response.set_cookie(name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="none")
+            # Partitioned by hand: Starlette's own flag needs Python 3.14's http.cookies.
+            header, cookie = response.raw_headers[-1]
+            response.raw_headers[-1] = (header, cookie + b"; Partitioned")
         return response
 
 

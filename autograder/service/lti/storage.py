@@ -62,10 +62,12 @@ class DatabaseStorage(LaunchDataStorage):
             return session.scalar(select(LtiState.key).where(LtiState.key == self._key(key), LtiState.expires_at > now())) is not None
 
     def take(self, key: str) -> bool:
-        """Remove the key if it is there and not expired; True for the one caller that did."""
+        """Remove the key; True for the one caller that removed it before it expired."""
+        key = self._key(key)
         with self.db.writing() as session:
-            return bool(session.execute(delete(LtiState).where(LtiState.key == self._key(key),
-                                                               LtiState.expires_at > now())).rowcount)
+            won = session.execute(delete(LtiState).where(LtiState.key == key, LtiState.expires_at > now())).rowcount
+            session.execute(delete(LtiState).where(LtiState.key == key))  # expired: gone all the same
+            return bool(won)
 
 
 class OnceSessions(SessionService):

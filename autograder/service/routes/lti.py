@@ -15,6 +15,7 @@ no gradebook link, no roster change, and its sign-in state deleted.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from urllib.parse import urlsplit
 
@@ -34,6 +35,7 @@ from autograder.service.lti.storage import DatabaseStorage, OnceSessions
 from autograder.service.routes.pages import render, see_other
 
 router = APIRouter(prefix="/lti", include_in_schema=False)
+log = logging.getLogger("autograder.service.lti")
 PRESENTATION = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
 CONTEXT = "https://purl.imsglobal.org/spec/lti/claim/context"
 ENTER_SECONDS = 120
@@ -54,7 +56,12 @@ def _page(request: Request, template: str, status: int = 200, policy: str = FRAM
     return response
 
 
-def _refused(request: Request, what: str, todo: str, status: int = 403) -> HTMLResponse:
+def _refused(request: Request, what: str, todo: str, status: int = 403, error: Exception | None = None) -> HTMLResponse:
+    from pylti1p3.exception import LtiException, OIDCException, ToolConfException
+
+    expected = error is None or isinstance(error, (LtiException, OIDCException, ToolConfException))
+    log.warning("LTI %s refused: %s%s", request.url.path, what, f" ({type(error).__name__}: {error})" if error else "",
+                exc_info=not expected)
     return _page(request, "lti_refused.html", status, what=what, todo=todo)
 
 
@@ -123,7 +130,7 @@ async def login(request: Request):
     try:
         return await run_in_threadpool(oidc.redirect, str(request.url_for("lti_launch")))
     except Exception as error:
-        return _refused(request, *refusal(error))
+        return _refused(request, *refusal(error), error=error)
 
 
 @router.post("/launch", name="lti_launch")
@@ -135,7 +142,7 @@ async def launch(request: Request):
     try:
         claims = await run_in_threadpool(message.get_launch_data)  # verifies everything (fetches the platform's keys)
     except Exception as error:
-        return _refused(request, *refusal(error))
+        return _refused(request, *refusal(error), error=error)
     try:
         if message.is_deep_link_launch():
             if not _staff(message):

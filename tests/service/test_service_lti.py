@@ -1,0 +1,317 @@
+"""LTI 1.3 end to end: a real platform (lti1p3platform, ``lti_platform.py``) registers the real service
+(a server process started with ``serve --lti``) and launches it through a browser's steps: the
+platform's OIDC login start, the tool's redirect, the platform's signed launch form posted to the
+tool. An instructor deep-links a lab, a student launched from the LMS is signed in as their roster
+entry and hands in a notebook, it is graded, and the LMS gradebook receives the counted attempt's
+score. Names and Roles builds the roster. Forged, tampered, expired, replayed and unknown launches
+are refused with a page that says why, and leave nothing in the database.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+import pytest
+from bs4 import BeautifulSoup
+
+from lti_platform import INSTRUCTOR, LEARNER, Platform, key_pair
+from service_helpers import EXAMPLES, command, make_service
+
+TOY_POINTS = 11  # toy_bpe's parts: 2 + 2 + 2 + 3 + 2
+
+
+class Browser:
+    """A browser without scripts: cookies per host (Secure ones too: the servers are on loopback, as a
+    browser treats it), redirects followed, forms read and posted as a browser posts them."""
+
+    def __init__(self):
+        self.client = httpx.Client(timeout=60, follow_redirects=False)
+        self.jars: dict[str, dict[str, str]] = {}
+        self.set_cookies: list[str] = []  # every Set-Cookie seen, as sent
+
+    def request(self, method: str, url: str, **kwargs) -> httpx.Response:
+        jar = self.jars.setdefault(urlsplit(url).netloc, {})
+        headers = kwargs.pop("headers", {})
+        if jar:
+            headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in jar.items())
+        if method == "POST":
+            parts = urlsplit(url)
+            headers.setdefault("Origin", f"{parts.scheme}://{parts.netloc}")
+        answer = self.client.request(method, url, headers=headers, **kwargs)
+        for cookie in answer.headers.get_list("set-cookie"):
+            self.set_cookies.append(cookie)
+            name, _, rest = cookie.partition("=")
+            value = rest.split(";", 1)[0]
+            if "max-age=0" in cookie.lower() or not value:
+                jar.pop(name, None)
+            else:
+                jar[name] = value
+        return answer
+
+    def go(self, method: str, url: str, **kwargs) -> httpx.Response:
+        """The request and its redirects; the last answer (its ``url`` says where the browser is)."""
+        answer = self.request(method, url, **kwargs)
+        while answer.status_code in (301, 302, 303, 307):
+            method = "GET" if answer.status_code in (301, 302, 303) else method
+            answer = self.request(method, urljoin(str(answer.url), answer.headers["location"]))
+        return answer
+
+    def form(self, page: httpx.Response, index: int = 0) -> tuple[str, dict[str, str]]:
+        form = BeautifulSoup(page.text, "html.parser").find_all("form")[index]
+        fields = {field["name"]: field.get("value", "") for field in form.find_all("input") if field.get("name")}
+        return urljoin(str(page.url), form["action"]), fields
+
+    def submit(self, page: httpx.Response, index: int = 0, **changes) -> httpx.Response:
+        action, fields = self.form(page, index)
+        return self.go("POST", action, data={**fields, **changes})
+
+    def session_cookie(self) -> bool:
+        return any(cookie.startswith("autograder_session=") for cookie in self.set_cookies)
+
+
+@pytest.fixture(scope="module")
+def lti(tmp_path_factory):
+    """The service with an LTI configuration, and the platform it is registered with."""
+    folder = tmp_path_factory.mktemp("lti")
+    server = make_service(folder, "--workers", "1", "--rate", "0", "--counted", "last",
+                          students=["s001", "s002", "s003"])
+    made = command("lti-keys", str(folder / "keys"))
+    assert made.returncode == 0 and "lti-private.pem" in made.stdout, made.stderr
+    platform = Platform(server.url)
+    platform.start()
+    (folder / "lti.json").write_text(json.dumps({platform.registration.get_iss(): [{
+        "client_id": platform.registration.get_client_id(), "default": True,
+        "auth_login_url": f"{platform.url}/authorize", "auth_token_url": f"{platform.url}/token",
+        "key_set_url": f"{platform.url}/jwks", "private_key_file": "keys/lti-private.pem",
+        "public_key_file": "keys/lti-public.pem", "deployment_ids": ["deployment-1"]}]}), encoding="utf-8")
+    server.args += ["--lti", str(folder / "lti.json")]
+    platform.add_user("lms-1", "Ada Lovelace", "S001@example.edu", [LEARNER])  # the roster's s001 (email, any case)
+    platform.add_user("lms-2", "Alan Turing", "s002@example.edu", [LEARNER])
+    platform.add_user("lms-teacher", "Grace Hopper", "hopper@example.edu", [INSTRUCTOR])
+    platform.add_user("lms-new", "Katherine Johnson", "kj@example.edu", [LEARNER], sourcedid="n100")  # not on the roster
+    server.start()
+    yield server, platform
+    server.stop()
+    platform.stop()
+
+
+def counts(server) -> dict[str, int]:
+    with sqlite3.connect(server.db) as db:
+        return {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                for table in ("web_sessions", "lti_links", "students", "submissions", "lti_state")}
+
+
+def launch(platform: Platform, link, user: str, target: str = "window") -> tuple[Browser, httpx.Response]:
+    """A browser opens the LMS assignment: the platform's launch form, not yet posted to the tool."""
+    browser = Browser()
+    page = browser.go("GET", platform.launch_url(link, user, target))
+    assert page.status_code == 200 and 'name="id_token"' in page.text, page.text[:500]
+    return browser, page
+
+
+def wait_for(condition, seconds: float = 180, what: str = ""):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"not within {seconds} s: {what}")
+
+
+def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_the_score(lti):
+    server, platform = lti
+    # The instructor adds the tool to an assignment and chooses the lab (deep linking).
+    teacher = Browser()
+    chooser = teacher.submit(teacher.go("GET", platform.deep_link_url("lms-teacher")))
+    assert chooser.status_code == 200 and "Which lab is this assignment?" in chooser.text, chooser.text[:800]
+    assert "frame-ancestors *" in chooser.headers["content-security-policy"] and "x-frame-options" not in chooser.headers
+    forms = BeautifulSoup(chooser.text, "html.parser").find_all("form")
+    toy = [i for i, form in enumerate(forms) if form.find("input", {"name": "lab", "value": "toy_bpe"})][0]
+    answer = teacher.submit(chooser, toy)
+    assert answer.status_code == 200 and 'name="JWT"' in answer.text
+    assert urlsplit(teacher.form(answer)[0]).netloc == urlsplit(platform.url).netloc
+    assert "script-src 'nonce-" in answer.headers["content-security-policy"]
+    assert "added: link-" in teacher.submit(answer).text  # the platform verified the tool's signed answer
+    item = platform.deep_linked[-1]
+    assert item["type"] == "ltiResourceLink" and item["custom"] == {"lab": "toy_bpe"}
+    assert item["lineItem"]["scoreMaximum"] == TOY_POINTS and item["lineItem"]["resourceId"] == "toy_bpe"
+    link = platform.links[item["link_id"]]
+    again = teacher.submit(chooser, toy)  # the chooser answers once
+    assert again.status_code == 403 and "already used" in again.text
+
+    # A student opens it: signed in as their roster entry (matched by email), no token.
+    before = counts(server)
+    student, form = launch(platform, link, "lms-1")
+    page = student.submit(form)
+    assert page.status_code == 200 and urlsplit(str(page.url)).path == "/me", page.text[:800]
+    assert "Student s001" in page.text and "Hand in a notebook" in page.text
+    assert counts(server)["web_sessions"] == before["web_sessions"] + 1
+    with sqlite3.connect(server.db) as db:
+        assert db.execute("SELECT via, student_id FROM web_sessions ORDER BY created_at DESC").fetchone() == ("lti", "s001")
+        assert db.execute("SELECT student_id, lab, lti_user_id FROM lti_links").fetchall() == [("s001", "toy_bpe", "lms-1")]
+
+    # ... hands in the lab on the page; it is graded; the gradebook gets the score and the feedback's address.
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    handed = student.go("POST", f"{server.url}/me/submissions", data={"csrf": csrf},
+                        files={"notebook": ("toy_bpe.ipynb", (EXAMPLES / "toy-correct.ipynb").read_bytes())})
+    submission_id = int(urlsplit(str(handed.url)).path.rsplit("/", 1)[-1])
+
+    def graded():
+        with sqlite3.connect(server.db) as db:
+            return db.execute("SELECT status, score, max_score FROM submissions WHERE id = ? AND status IN ('graded', 'error')",
+                              (submission_id,)).fetchone()
+
+    status, score, max_score = wait_for(graded, what="the submission's result")
+    assert status == "graded" and max_score == TOY_POINTS and score > 0
+    posted = wait_for(lambda: platform.scores.get(link.lineitem_id, {}).get("lms-1"), 60, "the score in the LMS gradebook")
+    assert posted["scoreGiven"] == score and posted["scoreMaximum"] == TOY_POINTS
+    assert posted["gradingProgress"] == "FullyGraded" and posted["activityProgress"] == "Completed"
+    feedback = re.search(r"Feedback: (\S+)", posted["comment"]).group(1)
+    assert feedback == f"{server.url}/me/submissions/{submission_id}"
+    shown = student.go("GET", feedback)
+    assert shown.status_code == 200 and f"{score:g}" in shown.text
+    with sqlite3.connect(server.db) as db:
+        assert db.execute("SELECT wanted = posted, posted_submission_id, posted_score, error FROM lti_links").fetchone() \
+            == (1, submission_id, score, None)
+
+
+def test_names_and_roles_build_the_roster(lti):
+    server, platform = lti
+    link = platform.add_link({"lab": "ny_constitution"}, score_maximum=10)  # made by hand, as Moodle's custom parameter
+    before = counts(server)
+    newcomer, form = launch(platform, link, "lms-new")
+    refused = newcomer.submit(form)
+    assert refused.status_code == 403 and "not on this course" in refused.text and not newcomer.session_cookie()
+    assert counts(server)["students"] == before["students"]
+
+    teacher, form = launch(platform, link, "lms-teacher")
+    page = teacher.submit(form)
+    assert page.status_code == 200 and "Update the roster from the LMS" in page.text and not teacher.session_cookie()
+    built = teacher.submit(page)
+    assert built.status_code == 200 and "1 added" in built.text and "2 already there" in built.text, built.text[:800]
+    with sqlite3.connect(server.db) as db:
+        assert db.execute("SELECT name, email, on_roster FROM students WHERE student_id = 'n100'").fetchone() == \
+            ("Katherine Johnson", "kj@example.edu", 1)
+        assert db.execute("SELECT name FROM students WHERE student_id = 's001'").fetchone() == ("Ada Lovelace",)
+    newcomer, form = launch(platform, link, "lms-new")
+    page = newcomer.submit(form)
+    assert page.status_code == 200 and "Katherine Johnson" in page.text and newcomer.session_cookie()
+
+
+def _tampered(token: str, **claims) -> str:
+    """The id_token with its payload changed and its signature kept (a student editing the launch form)."""
+    import base64
+
+    header, payload, signature = token.split(".")
+    body = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    body.update(claims)
+    return ".".join([header, base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("="), signature])
+
+
+def test_refused_launches_say_why_and_record_nothing(lti):
+    server, platform = lti
+    link = platform.add_link({"lab": "toy_bpe"}, score_maximum=TOY_POINTS)
+
+    def refused(answer: httpx.Response, browser: Browser, status: int, why: str, before: dict) -> None:
+        assert answer.status_code == status and "The launch from the LMS was refused" in answer.text, answer.text[:800]
+        assert why in answer.text, answer.text[:800]
+        assert not browser.session_cookie()
+        after = counts(server)
+        assert {k: after[k] for k in after if k != "lti_state"} == {k: before[k] for k in before if k != "lti_state"}
+        assert after["lti_state"] <= before["lti_state"]  # the nonce, if one was kept, is gone; nothing else stays
+
+    # a student edits the signed launch to become another student: the signature no longer matches
+    before = counts(server)
+    browser, form = launch(platform, link, "lms-2")
+    action, fields = browser.form(form)
+    forged = _tampered(fields["id_token"], sub="lms-1", email="s001@example.edu")
+    refused(browser.go("POST", action, data={**fields, "id_token": forged}), browser, 403, "signature is wrong", before)
+
+    # a message signed with a key the platform does not publish
+    real = platform.registration.get_platform_private_key()
+    platform.registration.set_platform_private_key(key_pair()[0])
+    try:
+        browser, form = launch(platform, link, "lms-2")
+        refused(browser.submit(form), browser, 403, "signature is wrong", before)
+    finally:
+        platform.registration.set_platform_private_key(real)
+
+    # a message that expired before it arrived
+    platform.id_token_seconds = -120
+    try:
+        browser, form = launch(platform, link, "lms-2")
+        refused(browser.submit(form), browser, 403, "has expired", before)
+    finally:
+        platform.id_token_seconds = 300
+
+    # a nonce that expired between the login and the launch (its five minutes gone by)
+    browser, form = launch(platform, link, "lms-2")
+    with sqlite3.connect(server.db) as db:
+        assert db.execute("UPDATE lti_state SET expires_at = '2000-01-01 00:00:00' WHERE key LIKE 'lti1p3-nonce-%'").rowcount
+    refused(browser.submit(form), browser, 403, "already used, or it is too old", before)
+
+    # a launch posted twice: the first signs in, the second is refused
+    browser, form = launch(platform, link, "lms-2")
+    action, fields = browser.form(form)
+    assert browser.go("POST", action, data=fields).status_code == 200 and browser.session_cookie()
+    before = counts(server)
+    replay = Browser()
+    refused(replay.go("POST", action, data=fields), replay, 403, "already used", before)
+
+    # an LMS this service does not know: refused at its login already
+    platform.registration.set_iss("https://unknown-lms.example.edu")
+    try:
+        browser = Browser()
+        refused(browser.go("GET", platform.launch_url(link, "lms-2")), browser, 403, "not registered with this grading service", before)
+    finally:
+        platform.registration.set_iss("https://lms.example.edu")
+
+    # a deployment of that LMS that was never registered
+    platform.registration.set_deployment_id("deployment-2")
+    try:
+        browser, form = launch(platform, link, "lms-2")
+        refused(browser.submit(form), browser, 403, "deployment is not registered", before)
+    finally:
+        platform.registration.set_deployment_id("deployment-1")
+
+    # an assignment for a lab this course does not have
+    browser, form = launch(platform, platform.add_link({"lab": "no_such_lab"}, score_maximum=5), "lms-2")
+    refused(browser.submit(form), browser, 404, "no_such_lab", before)
+
+
+def test_a_launch_in_a_frame_goes_on_in_a_window_with_a_one_time_link(lti):
+    server, platform = lti
+    browser, form = launch(platform, platform.add_link({"lab": "gpt2_bpe"}, score_maximum=10), "lms-2", target="iframe")
+    page = browser.submit(form)
+    assert page.status_code == 200 and "Open it in a new window" in page.text and not browser.session_cookie()
+    assert "frame-ancestors *" in page.headers["content-security-policy"] and "x-frame-options" not in page.headers
+    enter = BeautifulSoup(page.text, "html.parser").find("a", id="open")["href"]
+    window = Browser()
+    sessions = "SELECT count(*) FROM web_sessions WHERE student_id = 's002' AND via = 'lti'"
+    with sqlite3.connect(server.db) as db:
+        before = db.execute(sessions).fetchone()[0]
+    mine = window.go("GET", urljoin(server.url, enter))
+    assert urlsplit(str(mine.url)).path == "/me" and "Hand in a notebook" in mine.text and window.session_cookie()
+    with sqlite3.connect(server.db) as db:
+        assert db.execute(sessions).fetchone()[0] == before + 1
+    again = Browser().go("GET", urljoin(server.url, enter))
+    assert again.status_code == 403 and "already used" in again.text
+
+
+def test_keys_configuration_and_the_tool_addresses(lti, tmp_path):
+    server, platform = lti
+    keys = httpx.get(f"{server.url}/lti/jwks").json()["keys"]
+    assert len(keys) == 1 and keys[0]["kty"] == "RSA" and keys[0]["alg"] == "RS256" and "d" not in keys[0]
+    canvas = httpx.get(f"{server.url}/lti/canvas.json").json()
+    assert canvas["oidc_initiation_url"] == f"{server.url}/lti/login" and canvas["public_jwk_url"] == f"{server.url}/lti/jwks"
+    again = command("lti-keys", str(server.folder / "keys"))
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "not overwritten" in again.stderr
+    (tmp_path / "broken.json").write_text('{"https://lms.example.edu": {"client_id": "x"}}', encoding="utf-8")
+    for config, why in ((tmp_path / "missing.json", "could not be read"), (tmp_path / "broken.json", "auth_login_url")):
+        started = command("serve", "--db", str(tmp_path / "x.db"), "--lti", str(config))
+        assert started.returncode == 2 and started.stderr.count("\n") == 1 and why in started.stderr, started.stderr
