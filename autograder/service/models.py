@@ -60,7 +60,7 @@ class Account(Base):
 
 
 class WebSession(Base):
-    """A signed-in browser: a student (by token, or later by an LTI launch) or an account."""
+    """A signed-in browser: a student (by token, or by an LTI launch) or an account."""
 
     __tablename__ = "web_sessions"
     digest: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of the cookie's value
