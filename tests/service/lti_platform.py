@@ -120,7 +120,8 @@ class PlatformLaunch(LTIAdvantageMessageLaunchAbstract):
     def render_launch_form(self, launch_data: dict, **kwargs) -> HTMLResponse:
         fields = "".join(f'<input type="hidden" name="{name}" value="{html.escape(launch_data[name])}">'
                          for name in ("id_token", "state"))
-        return HTMLResponse(f'<form method="post" action="{html.escape(launch_data["launch_url"])}">{fields}</form>')
+        return HTMLResponse(f'<form method="post" action="{html.escape(launch_data["launch_url"])}">{fields}</form>'
+                            '<script>document.forms[0].submit()</script>')  # as lti1p3platform's own template
 
 
 class Gradebook(AssignmentsGradesService):
@@ -181,7 +182,7 @@ class Platform:
     def __init__(self, tool_url: str, issuer: str = "https://lms.example.edu", client_id: str = "bpe-labs-client",
                  deployment_id: str = "deployment-1"):
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://localhost:{self.port}"  # another site than the tool's 127.0.0.1, as an LMS is
         self.private_key, self.public_key = key_pair()
         self.registration = (Registration().set_iss(issuer).set_client_id(client_id).set_deployment_id(deployment_id)
                              .set_oidc_login_url(f"{tool_url}/lti/login").set_launch_url(f"{tool_url}/lti/launch")

@@ -12,6 +12,7 @@ import json
 import re
 import sqlite3
 import time
+from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -20,6 +21,8 @@ from bs4 import BeautifulSoup
 
 from lti_platform import INSTRUCTOR, LEARNER, Platform, key_pair
 from service_helpers import EXAMPLES, command, make_service
+
+CHROMIUM = "/usr/bin/chromium"
 
 TOY_POINTS = 11  # toy_bpe's parts: 2 + 2 + 2 + 3 + 2
 
@@ -315,3 +318,40 @@ def test_keys_configuration_and_the_tool_addresses(lti, tmp_path):
     for config, why in ((tmp_path / "missing.json", "could not be read"), (tmp_path / "broken.json", "auth_login_url")):
         started = command("serve", "--db", str(tmp_path / "x.db"), "--lti", str(config))
         assert started.returncode == 2 and started.stderr.count("\n") == 1 and why in started.stderr, started.stderr
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
+def test_in_chromium_the_lms_deep_links_and_launches_across_sites(lti):
+    """The same steps in a real browser, the LMS on another site (localhost) than the service (127.0.0.1):
+    the platform's form posts itself, the cross-site state cookie comes back, the chooser's signed answer
+    goes back to the LMS by its nonce'd script, and the student lands signed in."""
+    server, platform = lti
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            errors = []  # any answer of the LMS or of the service that is an error (a browser's own favicon.ico aside)
+            context = chromium.new_context()
+            context.on("response", lambda answer: errors.append(f"{answer.status} {answer.url}")
+                       if answer.status >= 400 and not answer.url.endswith("/favicon.ico") else None)
+            page = context.new_page()
+            page.goto(platform.deep_link_url("lms-teacher"))
+            page.wait_for_selector("#labs")
+            assert urlsplit(page.url).netloc == urlsplit(server.url).netloc
+            made = len(platform.deep_linked)
+            page.click("form:has(input[value=gpt2_bpe]) button")
+            page.wait_for_selector("text=added: link-")  # the LMS took the signed answer
+            assert len(platform.deep_linked) == made + 1 and platform.deep_linked[-1]["custom"] == {"lab": "gpt2_bpe"}
+            link = platform.links[platform.deep_linked[-1]["link_id"]]
+
+            student = context.browser.new_context().new_page()  # the student's own browser profile
+            student.context.on("response", lambda answer: errors.append(f"{answer.status} {answer.url}")
+                               if answer.status >= 400 and not answer.url.endswith("/favicon.ico") else None)
+            student.goto(platform.launch_url(link, "lms-2"))
+            student.wait_for_url(f"{server.url}/me")
+            assert "Hand in a notebook" in student.inner_text("body")
+            cookies = {cookie["name"]: cookie for cookie in student.context.cookies(server.url)}
+            assert cookies["autograder_session"]["httpOnly"] and cookies["autograder_session"]["sameSite"] == "Lax"
+            assert not errors, errors
+        finally:
+            chromium.close()
