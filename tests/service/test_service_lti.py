@@ -298,12 +298,19 @@ def test_a_launch_in_a_frame_goes_on_in_a_window_with_a_one_time_link(lti):
     sessions = "SELECT count(*) FROM web_sessions WHERE student_id = 's002' AND via = 'lti'"
     with sqlite3.connect(server.db) as db:
         before = db.execute(sessions).fetchone()[0]
-    mine = window.go("GET", urljoin(server.url, enter))
+    confirm = window.go("GET", urljoin(server.url, enter))  # a link alone signs nobody in: it asks first
+    assert confirm.status_code == 200 and "Continue as" in confirm.text and "(s002)" in confirm.text
+    assert not window.session_cookie()
+    code = window.form(confirm)[1]["code"]
+    forged = Browser().go("POST", f"{server.url}/lti/enter", data={"code": code}, headers={"Origin": "https://evil.example"})
+    assert forged.status_code == 403 and "did not come from this site" in forged.text
+    mine = window.submit(confirm)
     assert urlsplit(str(mine.url)).path == "/me" and "Hand in a notebook" in mine.text and window.session_cookie()
     with sqlite3.connect(server.db) as db:
         assert db.execute(sessions).fetchone()[0] == before + 1
-    again = Browser().go("GET", urljoin(server.url, enter))
+    again = Browser().go("POST", f"{server.url}/lti/enter", data={"code": code})
     assert again.status_code == 403 and "already used" in again.text
+    assert Browser().go("GET", urljoin(server.url, enter)).status_code == 403
 
 
 def test_keys_configuration_and_the_tool_addresses(lti, tmp_path):

@@ -5,7 +5,7 @@
                                 gets the lab's page (roster from the LMS); a deep-linking request gets the lab chooser
     POST     /lti/deep-link     the lab the instructor chose, sent back to the LMS signed
     POST     /lti/roster        the roster built from the LMS course's members (NRPS)
-    GET      /lti/enter/{code}  a launch shown in a frame goes on in a window of its own (one-time code)
+    GET|POST /lti/enter         a launch shown in a frame goes on in a window of its own (a one-time code, confirmed)
     GET      /lti/jwks          the tool's public keys
     GET      /lti/canvas.json   the tool's LTI 1.3 configuration as Canvas pastes it
 
@@ -32,6 +32,7 @@ from autograder.service.lti.identity import CLAIM_NAMES, CUSTOM, find_student, l
 from autograder.service.lti.refusals import ASK, Refused, refusal
 from autograder.service.lti.scores import record_link
 from autograder.service.lti.storage import DatabaseStorage, OnceSessions
+from autograder.service.models import Student
 from autograder.service.routes.pages import render, see_other
 
 router = APIRouter(prefix="/lti", include_in_schema=False)
@@ -39,6 +40,7 @@ log = logging.getLogger("autograder.service.lti")
 PRESENTATION = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
 CONTEXT = "https://purl.imsglobal.org/spec/lti/claim/context"
 ENTER_SECONDS = 120
+AGAIN_FROM_LMS = "Go back to the LMS and open the assignment again."
 # The LMS shows these pages in a frame of its own (Canvas does, always for deep linking). Framing is
 # harmless here: every one of them answers a signed launch (or a form of that answer) and nothing else.
 FRAMED_POLICY = ("default-src 'self'; script-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -197,13 +199,28 @@ def _enter_key(code: str) -> str:
 
 
 @router.get("/enter/{code}")
-def enter(request: Request, code: str):
+def enter_page(request: Request, code: str):
+    """Whom the link signs in, to be confirmed: a link alone never signs a browser in (someone else's
+    link, sent to you, would sign you in as them)."""
+    student_id = DatabaseStorage(request.app.state.db).get_value(_enter_key(code)) if len(code) < 100 else None
+    if not student_id:
+        return _refused(request, "This link was already used, or it is more than 2 minutes old.", AGAIN_FROM_LMS)
+    with request.app.state.db.reading() as session:
+        student = session.get(Student, student_id)
+    return _page(request, "lti_enter.html", code=code, name=student.name if student else "", student_id=student_id)
+
+
+@router.post("/enter")
+async def enter(request: Request):
+    form = await request.form(max_files=0, max_fields=5)
+    code = str(form.get("code") or "")
     storage = DatabaseStorage(request.app.state.db)
-    student_id = storage.get_value(_enter_key(code)) if len(code) < 100 else None
-    if not student_id or not storage.take(_enter_key(code)):
-        return _refused(request, "This link was already used, or it is more than 2 minutes old.",
-                        "Go back to the LMS and open the assignment again.")
-    return _signed_in(request, student_id)
+    if not same_origin(request) or len(code) >= 100:
+        return _refused(request, "This form did not come from this site's own page.", AGAIN_FROM_LMS)
+    student_id = await run_in_threadpool(storage.get_value, _enter_key(code))
+    if not student_id or not await run_in_threadpool(storage.take, _enter_key(code)):
+        return _refused(request, "This link was already used, or it is more than 2 minutes old.", AGAIN_FROM_LMS)
+    return await run_in_threadpool(_signed_in, request, student_id)
 
 
 def _instructor_page(request: Request, message: Launch, claims: dict, lab: str, status: int = 200, note: str = ""):
