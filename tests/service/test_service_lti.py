@@ -80,7 +80,7 @@ class Browser:
 def lti(tmp_path_factory):
     """The service with an LTI configuration, and the platform it is registered with."""
     folder = tmp_path_factory.mktemp("lti")
-    server = make_service(folder, "--workers", "1", "--rate", "0", "--counted", "last",
+    server = make_service(folder, "--workers", "1", "--rate", "0", "--counted", "best",
                           students=["s001", "s002", "s003"])
     made = command("lti-keys", str(folder / "keys"))
     assert made.returncode == 0 and "lti-private.pem" in made.stdout, made.stderr
@@ -181,6 +181,19 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
     with sqlite3.connect(server.db) as db:
         assert db.execute("SELECT wanted = posted, posted_submission_id, posted_score, error FROM lti_links").fetchone() \
             == (1, submission_id, score, None)
+
+    # A worse attempt is graded and posted again: the gradebook keeps the counted one (--counted best).
+    csrf = re.search(r'name="csrf" value="([^"]+)"', student.go("GET", f"{server.url}/me").text).group(1)
+    worse = student.go("POST", f"{server.url}/me/submissions", data={"csrf": csrf},
+                       files={"notebook": ("toy_bpe.ipynb", (EXAMPLES / "toy-untouched.ipynb").read_bytes())})
+    worse_id = int(urlsplit(str(worse.url)).path.rsplit("/", 1)[-1])
+    submission_id, first = worse_id, posted
+    assert wait_for(graded, what="the second result")[1] < score
+    again = wait_for(lambda: (lambda now: now if now is not first else None)(platform.scores[link.lineitem_id]["lms-1"]),
+                     60, "the second post")
+    assert again["scoreGiven"] == score and f"/me/submissions/{feedback.rsplit('/', 1)[-1]}" in again["comment"]
+    with sqlite3.connect(server.db) as db:
+        assert db.execute("SELECT wanted, posted FROM lti_links").fetchone() == (3, 3)  # the launch, and two results
 
 
 def test_names_and_roles_build_the_roster(lti):
