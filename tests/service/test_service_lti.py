@@ -178,9 +178,12 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
     assert feedback == f"{server.url}/me/submissions/{submission_id}"
     shown = student.go("GET", feedback)
     assert shown.status_code == 200 and f"{score:g}" in shown.text
-    with sqlite3.connect(server.db) as db:
-        assert db.execute("SELECT wanted = posted, posted_submission_id, posted_score, error FROM lti_links").fetchone() \
-            == (1, submission_id, score, None)
+    def link_row(query: str):  # the poster writes what it posted once the LMS has answered
+        with sqlite3.connect(server.db) as db:
+            return db.execute(query).fetchone()
+
+    assert wait_for(lambda: link_row("SELECT wanted = posted, posted_submission_id, posted_score, error FROM lti_links")
+                    == (1, submission_id, score, None), 30, "the link marked posted")
 
     # A worse attempt is graded and posted again: the gradebook keeps the counted one (--counted best).
     csrf = re.search(r'name="csrf" value="([^"]+)"', student.go("GET", f"{server.url}/me").text).group(1)
@@ -192,8 +195,8 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
     again = wait_for(lambda: (lambda now: now if now is not first else None)(platform.scores[link.lineitem_id]["lms-1"]),
                      60, "the second post")
     assert again["scoreGiven"] == score and f"/me/submissions/{feedback.rsplit('/', 1)[-1]}" in again["comment"]
-    with sqlite3.connect(server.db) as db:
-        assert db.execute("SELECT wanted, posted FROM lti_links").fetchone() == (3, 3)  # the launch, and two results
+    assert wait_for(lambda: link_row("SELECT wanted, posted FROM lti_links") == (3, 3), 30,
+                    "the link marked posted")  # the launch, and two results
 
 
 def test_names_and_roles_build_the_roster(lti):
