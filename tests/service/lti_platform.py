@@ -196,6 +196,7 @@ class Platform:
         self.lineitems: dict[str, dict] = {}
         self.scores: dict[str, dict[str, dict]] = {}  # line item id -> LTI user id -> the score as posted
         self.deep_linked: list[dict] = []  # content items the tool sent back
+        self.scores_down = False  # the gradebook answers 503 (an LMS that is away)
         self.server = uvicorn.Server(uvicorn.Config(self._app(), host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, name="lti-platform", daemon=True)
 
@@ -284,6 +285,8 @@ class Platform:
 
         @app.post("/lineitems/{number}/scores")
         async def scores(number: str, request: Request):
+            if self.scores_down:
+                return JSONResponse({"error": "the gradebook is down for maintenance"}, status_code=503)
             service = Gradebook(await service_request(request), self, number)
             return answer(service.handle_resp(service.handle_update_score, line_item_id=number))
 

@@ -20,7 +20,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from lti_platform import INSTRUCTOR, LEARNER, Platform, key_pair
-from service_helpers import EXAMPLES, command, make_service
+from service_helpers import EXAMPLES, INSTRUCTOR_PASSWORD, command, make_service
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -94,6 +94,7 @@ def lti(tmp_path_factory):
     server.args += ["--lti", str(folder / "lti.json")]
     platform.add_user("lms-1", "Ada Lovelace", "S001@example.edu", [LEARNER])  # the roster's s001 (email, any case)
     platform.add_user("lms-2", "Alan Turing", "s002@example.edu", [LEARNER])
+    platform.add_user("lms-3", "Emmy Noether", "s003@example.edu", [LEARNER])
     platform.add_user("lms-teacher", "Grace Hopper", "hopper@example.edu", [INSTRUCTOR])
     platform.add_user("lms-new", "Katherine Johnson", "kj@example.edu", [LEARNER], sourcedid="n100")  # not on the roster
     server.start()
@@ -199,6 +200,36 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
                     "the link marked posted")  # the launch, and two results
 
 
+def test_a_post_the_lms_refuses_is_shown_to_instructors_and_tried_again(lti):
+    server, platform = lti
+    link = platform.add_link({"lab": "toy_bpe"}, score_maximum=TOY_POINTS)
+    platform.scores_down = True
+    try:
+        student, form = launch(platform, link, "lms-3")
+        page = student.submit(form)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+        student.go("POST", f"{server.url}/me/submissions", data={"csrf": csrf},
+                   files={"notebook": ("toy_bpe.ipynb", (EXAMPLES / "toy-untouched.ipynb").read_bytes())})
+
+        def failing():
+            with sqlite3.connect(server.db) as db:
+                return db.execute("SELECT tries, error FROM lti_links WHERE student_id = 's003' AND error IS NOT NULL").fetchone()
+
+        tries, error = wait_for(failing, what="a failed post")
+        assert tries >= 1 and "503" in error and not platform.scores.get(link.lineitem_id)
+        staff = Browser()
+        form = staff.go("GET", f"{server.url}/dashboard/signin")
+        signed = staff.submit(form, username="prof", password=INSTRUCTOR_PASSWORD)
+        line = BeautifulSoup(signed.text, "html.parser").find(id="lms").get_text(" ", strip=True)
+        assert "1 failing" in line and "s003, toy_bpe" in line and "503" in line, line
+    finally:
+        platform.scores_down = False
+    posted = wait_for(lambda: platform.scores.get(link.lineitem_id, {}).get("lms-3"), 60, "the post tried again")
+    with sqlite3.connect(server.db) as db:
+        score = db.execute("SELECT score FROM submissions WHERE student_id = 's003'").fetchone()[0]
+    assert posted["scoreGiven"] == score
+
+
 def test_names_and_roles_build_the_roster(lti):
     server, platform = lti
     link = platform.add_link({"lab": "ny_constitution"}, score_maximum=10)  # made by hand, as Moodle's custom parameter
@@ -212,7 +243,7 @@ def test_names_and_roles_build_the_roster(lti):
     page = teacher.submit(form)
     assert page.status_code == 200 and "Update the roster from the LMS" in page.text and not teacher.session_cookie()
     built = teacher.submit(page)
-    assert built.status_code == 200 and "1 added" in built.text and "2 already there" in built.text, built.text[:800]
+    assert built.status_code == 200 and "1 added" in built.text and "3 already there" in built.text, built.text[:800]
     with sqlite3.connect(server.db) as db:
         assert db.execute("SELECT name, email, on_roster FROM students WHERE student_id = 'n100'").fetchone() == \
             ("Katherine Johnson", "kj@example.edu", 1)

@@ -130,6 +130,19 @@ def post(db: Database, config, counted: str, due: Due, titles: dict[str, tuple[s
     return outcome
 
 
+def status(session) -> dict:
+    """The dashboard's line: links, scores waiting to be posted, and those whose last post failed."""
+    from sqlalchemy import func
+
+    links = session.scalar(select(func.count()).select_from(LtiLink))
+    waiting = session.scalar(select(func.count()).select_from(LtiLink).where(LtiLink.wanted > LtiLink.posted))
+    failing = list(session.scalars(select(LtiLink).where(LtiLink.wanted > LtiLink.posted, LtiLink.error.is_not(None))
+                                   .order_by(LtiLink.id)))
+    return {"links": links, "waiting": waiting, "failing": len(failing),
+            "error": f"{failing[0].student_id}, {failing[0].lab}: {failing[0].error}" if failing else "",
+            "next_try": failing[0].next_try_at if failing else None}
+
+
 class ScorePoster:
     """A thread of the web process that posts due scores (every 2 s, and when woken)."""
 
