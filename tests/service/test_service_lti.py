@@ -305,13 +305,16 @@ def test_refused_launches_say_why_and_record_nothing(lti):
         assert db.execute("UPDATE lti_state SET expires_at = '2000-01-01 00:00:00' WHERE key LIKE 'lti1p3-nonce-%'").rowcount
     refused(browser.submit(form), browser, 403, "already used, or it is too old", before)
 
-    # a launch posted twice: the first signs in, the second is refused
+    # a launch posted twice: the first signs in, the second is refused (from the same browser: the nonce
+    # was taken; from another one: no state cookie either)
     browser, form = launch(platform, link, "lms-2")
     action, fields = browser.form(form)
     assert browser.go("POST", action, data=fields).status_code == 200 and browser.session_cookie()
     before = counts(server)
+    browser.set_cookies.clear()
+    refused(browser.go("POST", action, data=fields), browser, 403, "already used", before)
     replay = Browser()
-    refused(replay.go("POST", action, data=fields), replay, 403, "already used", before)
+    refused(replay.go("POST", action, data=fields), replay, 403, "did not start in this browser", before)
 
     # an LMS this service does not know: refused at its login already
     platform.registration.set_iss("https://unknown-lms.example.edu")

@@ -94,7 +94,8 @@ def _staff(message: Launch) -> bool:
 
 
 def _forget(storage: DatabaseStorage, message: Launch, state: str | None) -> None:
-    """A refused launch leaves no sign-in state behind (pylti1p3 saved it as it validated)."""
+    """The launch's state, which pylti1p3 saved as it validated, deleted: a refused launch leaves nothing
+    behind, and a student's launch is not read again (an instructor's is, by the forms of its page)."""
     storage.take(message.get_launch_id())
     if state:
         storage.take(f"lti1p3-{state}-id-token-hash")
@@ -158,7 +159,9 @@ async def launch(request: Request):
             return await run_in_threadpool(_instructor_page, request, message, claims, lab)
         if not message.check_student_access():
             raise Refused("Your role in this LMS course is neither student nor instructor.", ASK)
-        return await run_in_threadpool(_student_launch, request, claims, lab)
+        answer = await run_in_threadpool(_student_launch, request, claims, lab)
+        await run_in_threadpool(_forget, storage, message, adapted.get_param("state"))  # not needed again: not kept
+        return answer
     except Refused as refused:
         await run_in_threadpool(_forget, storage, message, adapted.get_param("state"))
         return _refused(request, refused.what, refused.todo, refused.status)
