@@ -153,6 +153,7 @@ class Gradebook(AssignmentsGradesService):
     def update_score(self, line_item_id, score):
         self.find_lineitem(line_item_id)
         self.platform.scores.setdefault(line_item_id, {})[score["userId"]] = score
+        self.platform.received_at[(line_item_id, score["userId"])] = time.time()
         return UpdateScoreStatus.SUCCESS
 
     def get_results(self, line_item_id, page=1, limit=None, user_id=None, **_):
@@ -196,6 +197,7 @@ class Platform:
         self.lineitems: dict[str, dict] = {}
         self.scores: dict[str, dict[str, dict]] = {}  # line item id -> LTI user id -> the score as posted
         self.deep_linked: list[dict] = []  # content items the tool sent back
+        self.received_at: dict[tuple[str, str], float] = {}  # (line item, user) -> when the last score came
         self.scores_down = False  # the gradebook answers 503 (an LMS that is away)
         self.server = uvicorn.Server(uvicorn.Config(self._app(), host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, name="lti-platform", daemon=True)
