@@ -86,6 +86,7 @@ bench: setup
 	$(PY) benchmarks/bench_trainer.py --sizes 1 5
 	$(PY) benchmarks/bench_grading.py --count 50 --workers 1 2 4
 	$(PY) benchmarks/bench_notebooks.py
+	$(PY) benchmarks/bench_stand_ins.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -13,10 +13,13 @@ recorded; if they changed, the batch stops (course.py).
 """
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
+import signal
 import sys
+import threading
 import tempfile
 import traceback
 from collections import defaultdict
@@ -24,15 +27,26 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
+from autograder.folder import NOTEBOOK, SPECIAL, NothingToGrade, check_something_to_grade, folder_to_grade
 from autograder.guard import CourseChanged, CourseGuard, course_files
+from autograder import tempdirs
+from autograder.deadline import grade_within_time, hard_seconds, lost_row, out_of_time_row
 from autograder.grade import Settings, error_result, grade_file
+from autograder.kernel import isolation_status
 from autograder.identity import Roster
 from autograder.intake import file_sha256, find_submissions, read_submission
-from autograder.result import DUPLICATE, GRADER_ERROR, WORKER_LOST, GradeResult
+from autograder.ledger import Rows, all_rows, stored_results
+from autograder.names import file_name, terminal
+from autograder.result import DUPLICATE, GRADER_ERROR, MISSING, NOT_A_NOTEBOOK, NOT_A_REGULAR_FILE, WORKER_LOST, GradeResult
 from autograder.resume import load_key, signed, trusted
 from autograder.workers import WorkerPool
 
-__all__ = ["grade_folder", "plan", "write_reports", "CourseChanged", "InsecureScheduler"]
+__all__ = ["grade_folder", "plan", "write_reports", "CourseChanged", "InsecureScheduler", "Interrupted", "NothingToGrade",
+           "OutNotAFolder", "SchedulerUnreachable"]
+
+
+class OutNotAFolder(ValueError):
+    """``--out`` names something that is not a folder."""
 
 
 class InsecureScheduler(RuntimeError):
@@ -40,25 +54,44 @@ class InsecureScheduler(RuntimeError):
 
 
 def result_path(out_dir: Path, file: Path, submissions_dir: Path) -> Path:
-    relative = Path(file).resolve().relative_to(Path(submissions_dir).resolve())
-    return Path(out_dir) / "results" / (str(relative).replace(os.sep, "__") + ".json")
+    """Where the result of ``file`` is kept: named after its path inside the folder (lexically: a
+    link is never resolved), readable when the name is plain, else shortened and hashed (names.py)."""
+    relative = Path(os.path.abspath(file)).relative_to(os.path.abspath(submissions_dir))
+    return Path(out_dir) / "results" / file_name("__".join(relative.parts), ".json")
 
 
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(handle.name, path)
+        try:
+            handle.write(text)
+        except BaseException:
+            os.unlink(handle.name)
+            raise
+    try:
+        os.replace(handle.name, path)
+    except BaseException:
+        os.unlink(handle.name)  # nothing half-made is left in results/
+        raise
 
 
 def _planned_row(path: Path, identity, status: str, message: str, lab: str | None = None) -> GradeResult:
     return replace(error_result(path, identity.student_id, status, message), lab=lab, identity=identity.note)
 
 
+class Interrupted(Exception):
+    """Ctrl-C while grading: ``done`` of ``total`` files have their row recorded; the same command resumes."""
+
+    def __init__(self, done: int, total: int):
+        super().__init__(f"interrupted: done {done} of {total} files; run the same command to resume")
+        self.done, self.total = done, total
+
+
 def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tuple[Path, str, str]], list[GradeResult], list[str]]:
-    """Files to grade (file, student, identity note), rows for files that are not graded (a file
-    that loses to a later one of the same student and lab, a student not on the roster, a file
-    that could not even be read), and the labs the files belong to.
+    """Files to grade (file, student, identity note), rows for the entries that are not graded (a file
+    that loses to a later one of the same student and lab, a student not on the roster, a file that
+    is not a notebook or could not even be read, a link or a FIFO), and the labs the files belong to.
+    Raises :class:`NothingToGrade` when the folder holds no notebook at all.
 
     Two files for one student and one lab: the later submission is graded (Canvas: the higher
     submission id, then the higher ``-N`` re-upload number; otherwise the name that sorts last);
@@ -66,17 +99,27 @@ def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tupl
     """
     by_key: dict[tuple[str, str], list] = defaultdict(list)
     rows = []
-    for path, identity in find_submissions(submissions_dir, roster):
+    found = find_submissions(submissions_dir, roster)
+    check_something_to_grade(Path(submissions_dir), [entry for entry, _ in found])
+    for entry, identity in found:
+        path = entry.path
         if identity.status != "ok":
             rows.append(_planned_row(path, identity, identity.status, identity.note))
             continue
+        if entry.kind != NOTEBOOK:
+            rows.append(_planned_row(path, identity, NOT_A_REGULAR_FILE if entry.kind == SPECIAL else NOT_A_NOTEBOOK,
+                                     entry.what))
+            continue
         try:
-            lab_id = read_submission(path, identity.student_id).lab_id
+            submission = read_submission(path, identity.student_id)
         except Exception as error:  # RecursionError, MemoryError...: this file's row, not the batch
             rows.append(_planned_row(path, identity, GRADER_ERROR,
                                      f"this file could not be read ({type(error).__name__}: {str(error)[:200]})"))
             continue
-        by_key[(identity.student_id, lab_id or f"?{path.name}")].append((path, identity))
+        if submission.status == NOT_A_REGULAR_FILE:  # it changed since the folder was listed
+            rows.append(_planned_row(path, identity, NOT_A_REGULAR_FILE, submission.message))
+            continue
+        by_key[(identity.student_id, submission.lab_id or f"?{path.name}")].append((path, identity))
     to_grade = []
     for (student, lab_id), found in by_key.items():
         found = sorted(found, key=lambda item: (item[1].order, item[0].name))
@@ -89,20 +132,11 @@ def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tupl
     return sorted(to_grade), rows, lab_ids
 
 
-def _lost_row(args: tuple, reason: str) -> GradeResult:
-    path, student, _ = args
-    return error_result(path, student, WORKER_LOST, f"grading this file stopped its grader: {reason}")
-
-
-def _run_inline(jobs, settings: Settings):
-    """In this process (``--workers 0``): for debugging; a file that kills its grader ends the batch."""
-    for path, student in jobs:
-        yield grade_file(path, student, settings)
-
-
 def _run_local(jobs, settings: Settings, workers: int):
-    pool = WorkerPool(grade_file, workers, on_lost=_lost_row,
-                      budget=settings.limits.notebook_seconds + 120, memory_bytes=settings.worker_memory_bytes)
+    """``workers`` grading processes (``--workers 0``: one, as ``--workers 1``), each file ended from
+    outside when its time is up (deadline.py)."""
+    pool = WorkerPool(grade_file, workers, on_lost=lost_row, budget=hard_seconds(settings),
+                      memory_bytes=settings.worker_memory_bytes, on_timeout=out_of_time_row)
     for _, result in pool.run([(path, student, settings) for path, student in jobs]):
         yield result
 
@@ -139,11 +173,20 @@ def dask_security(address: str, tls_ca: str | None = None, tls_cert: str | None 
     return security
 
 
+class SchedulerUnreachable(RuntimeError):
+    """The Dask scheduler named by ``--scheduler`` could not be reached."""
+
+
 def _run_dask(jobs, settings: Settings, scheduler: str, security=None):
     from distributed import Client, as_completed as dask_completed
 
-    with Client(scheduler, security=security) as client:
-        futures = {client.submit(grade_file, path, student, settings, pure=False, retries=1): (path, student)
+    try:
+        client = Client(scheduler, security=security)
+    except OSError as error:
+        raise SchedulerUnreachable(f"the Dask scheduler at {scheduler} could not be reached ({error}): start it, or "
+                                   "check --scheduler and the TLS options; results recorded so far are kept") from None
+    with client:
+        futures = {client.submit(grade_within_time, path, student, settings, pure=False, retries=1): (path, student)
                    for path, student in jobs}
         for future in dask_completed(futures):
             try:
@@ -164,31 +207,81 @@ def _record(recorder, result: GradeResult) -> GradeResult:
     return result
 
 
+def check_out_folder(out_dir: Path) -> None:
+    """Raise :class:`OutNotAFolder` when ``out_dir`` exists and is not a folder."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutNotAFolder(f"--out {out_dir} is a file, not a folder: name a folder (a new one, or the one that "
+                            "holds this course's earlier results)")
+
+
 def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Settings(), workers: int = 1,
                  scheduler: str | None = None, db_path: Path | None = None, progress: bool = True,
-                 roster: Roster | None = None, security=None, course: CourseGuard | None = None) -> list[GradeResult]:
-    """Grade every notebook under ``submissions_dir`` into ``out_dir``; returns all results, one per file.
+                 roster: Roster | None = None, security=None, course: CourseGuard | None = None) -> Rows:
+    """Grade every entry of ``submissions_dir`` into ``out_dir``; returns the rows grades.csv now holds:
+    one per entry, the earlier batches' rows the gradebook still holds, and with ``roster`` a
+    ``missing`` row per roster student and lab without one (ledger.py).
 
-    ``workers`` local grading processes (0: in this process), or a Dask cluster at ``scheduler``
-    reached with ``security`` (see :func:`dask_security`). Raises :class:`CourseChanged` if a course
-    file changes while grading: results recorded until then stay, and a rerun resumes.
+    ``workers`` local grading processes (0: one, as 1: every file's time is held from outside its
+    grading process, see deadline.py), or a Dask cluster at ``scheduler`` reached with ``security``
+    (see :func:`dask_security`). Raises :class:`NothingToGrade` (a missing or empty folder, no
+    notebook in it) and :class:`OutNotAFolder` before anything is written; :class:`CourseChanged` if a
+    course file changes while grading, and :class:`Interrupted` on Ctrl-C or SIGTERM: results
+    recorded until then stay, and a rerun resumes.
     """
+    with _ending_on_sigterm():
+        return _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_path, progress, roster,
+                             security, course)
+
+
+@contextlib.contextmanager
+def _ending_on_sigterm():
+    """SIGTERM ends a batch as Ctrl-C does (KeyboardInterrupt), so that its workers, their kernels and
+    temporary folders are ended and removed on the way out, and swept before and after."""
+    tempdirs.sweep()
+    tempdirs.sweep_cgroups()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        def interrupt(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        tempdirs.sweep()
+
+
+def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_path, progress, roster, security,
+                  course) -> Rows:
     from tqdm.auto import tqdm
 
-    from autograder import gradebook, report
+    from autograder import adjustments, formgrader, gradebook, report
 
-    submissions_dir, out_dir = Path(submissions_dir), Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    submissions_dir, note = folder_to_grade(Path(submissions_dir))
+    out_dir = Path(out_dir)
+    check_out_folder(out_dir)
     db_path = Path(db_path or out_dir / "gradebook.db")
     key = load_key()
     settings = replace(settings, denied=tuple(settings.denied) + (submissions_dir.resolve(), out_dir.resolve(), db_path.resolve()))
     recorder = gradebook.Recorder(db_path)  # imports nbgrader in a process of its own, while this one plans and grades
-    jobs, results, lab_ids = plan(submissions_dir, roster)
+    try:
+        jobs, planned, lab_ids = plan(submissions_dir, roster)
+    except BaseException:
+        recorder.close()
+        raise
+    out_dir.mkdir(parents=True, exist_ok=True)  # only now: a wrong folder leaves OUT as it was
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    stored = stored_results(out_dir / "results", key)
+    this_batch_files = {result_path(out_dir, Path(row.file), submissions_dir).name for row in planned}
+    this_batch_files |= {result_path(out_dir, path, submissions_dir).name for path, _, _ in jobs}
     # imports matplotlib for the class report, also in the background; forked after plan, it has the labs read
     painter = report.Painter()
     course = course or CourseGuard(course_files(lab_ids))
     notes = {path: note for path, _, note in jobs}
     recorder.prepare(lab_ids)  # the gradebook is created there while the first notebooks grade
+    results = list(planned)
     pending = []
     for path, student, _ in jobs:
         saved = result_path(out_dir, path, submissions_dir)
@@ -201,36 +294,62 @@ def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Sett
             results.append(_record(recorder, previous))  # idempotent: a run stopped right after the file was written
             continue
         pending.append((path, student))
+
+    def rows() -> Rows:
+        return all_rows(results, stored, this_batch_files, roster, lab_ids, submissions_dir, note)
+
     expected = len(results) + len(pending)
     if scheduler:
         runner = _run_dask(pending, settings, scheduler, security)
-    elif workers <= 0:
-        runner = _run_inline(pending, settings)
     else:
-        runner = _run_local(pending, settings, workers)
+        if pending:
+            isolation_status()  # probed once here (a real kernel): the grading processes forked below inherit it
+        runner = _run_local(pending, settings, max(workers, 1))
     bar = tqdm(total=len(pending), desc="grading", unit="nb", disable=not progress, file=sys.stderr)
+    if note:
+        bar.write(terminal(note), file=sys.stderr)
     if len(pending) < len(jobs):
-        bar.write(f"resuming: {len(jobs) - len(pending)} results already in {out_dir / 'results'}")
+        bar.write(terminal(f"resuming: {len(jobs) - len(pending)} results already in {out_dir / 'results'}"), file=sys.stderr)
+    if len(results) == expected:
+        painter.start(rows(), out_dir)
     try:
         for result in runner:
             course.check()  # before anything of this result is kept
             result = replace(result, sources=course.digest, identity=notes.get(Path(result.file), ""))
             result = _record(recorder, result)  # first: a result file means "recorded", so resume may trust it
             if result.status != GRADER_ERROR or "recorded" not in result.message:
-                _write_atomically(result_path(out_dir, Path(result.file), submissions_dir),
-                                  json.dumps(signed(result, key), indent=1))
+                _keep(result, result_path(out_dir, Path(result.file), submissions_dir), key, bar)
             results.append(result)
-            bar.set_postfix_str(f"{result.student_id}: {result.status} in {result.seconds:.1f}s")
+            bar.set_postfix_str(terminal(f"{result.student_id}: {result.status} in {result.seconds:.1f}s"))
             bar.update()
             if len(results) == expected:  # the last one: the report is drawn while the workers stop
-                painter.start(results, out_dir)
+                painter.start(adjustments.for_reports(rows(), db_path), out_dir)
+    except KeyboardInterrupt:
+        interrupted = Interrupted(len(results), expected)
+    else:
+        interrupted = None
     finally:
         bar.close()
         if hasattr(runner, "close"):
             runner.close()  # ends the workers even when the batch stops early
         recorder.close()  # everything sent is in the gradebook
-    write_reports(results, out_dir, painter)
-    return results
+    if interrupted is not None:
+        painter.background.close()
+        raise interrupted from None
+    formgrader.write_course_or_say_why(out_dir, results, db_path)  # nbgrader's formgrader on this gradebook
+    everything = rows()  # the autograder's own results
+    everything.reported = everything.holding(adjustments.for_reports(everything, db_path))  # with changes made in formgrader
+    write_reports(everything.reported, out_dir, painter)
+    return everything
+
+
+def _keep(result: GradeResult, path: Path, key: bytes, bar) -> None:
+    """The signed result file resume trusts; if it cannot be written, the file is graded again next time."""
+    try:
+        _write_atomically(path, json.dumps(signed(result, key), indent=1))
+    except OSError as error:
+        bar.write(terminal(f"the result of {result.file} could not be kept in {path.parent} ({error.strerror}): "
+                           "a rerun grades it again"), file=sys.stderr)
 
 
 def write_reports(results: list[GradeResult], out_dir: Path, painter=None) -> None:
@@ -240,12 +359,14 @@ def write_reports(results: list[GradeResult], out_dir: Path, painter=None) -> No
 
     report.write_grades_csv(results, out_dir / "grades.csv")
     for result in results:
+        if result.status == MISSING:  # no file: nothing to give feedback on
+            continue
         try:
             path = report.feedback_path(out_dir, result)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(report.feedback_html(result), encoding="utf-8", errors="replace")
         except Exception:
-            print(f"no feedback page for {result.file}:\n{traceback.format_exc(limit=5)}", file=sys.stderr)
+            print(terminal(f"no feedback page for {result.file}:") + f"\n{traceback.format_exc(limit=5)}", file=sys.stderr)
     try:
         report.class_report(results, out_dir, painter)
     except Exception:

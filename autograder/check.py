@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from autograder.kernel import CallTimeout, KernelDied, KernelSession, StudentRaised
+from autograder import verdicts
+from autograder.kernel import CallTimeout, KernelDied, KernelSession
 from autograder.labs import Part, free_names
-from autograder.stand_ins import failing_upstream, note, standing_in
+from autograder.stand_ins import STAND_IN_LOG, STAND_IN_SECONDS, failing_upstream, note, standing_in
 
 
 @dataclass
@@ -58,12 +59,26 @@ class StudentFunction:
         finally:
             self.session.limits = usual
 
-    def call_each(self, argument_lists: list, **keywords) -> list:
+    def timed_call(self, seconds: float, *args, **kwargs) -> tuple:
+        """``(result, seconds, round trips)``: one call (with a time limit of at least ``seconds``), its
+        time on the grader's clock less the grader's own time answering the stand-ins it called, and, for
+        each stand-in call, the time from the kernel's previous word to its request (the call's start, or
+        the previous answer): the round trip, and whatever the student's code did in between. What a
+        course's ``timed_call`` helper calls."""
+        first, service = len(STAND_IN_LOG), STAND_IN_SECONDS[0]
+        started = time.perf_counter()
+        result = self.call_with_time_limit(seconds, *args, **kwargs)
+        elapsed = time.perf_counter() - started
+        log = STAND_IN_LOG[first:]
+        gaps = [arrived - previous for (arrived, _), previous in zip(log, [started] + [answered for _, answered in log])]
+        return result, elapsed - (STAND_IN_SECONDS[0] - service), gaps
+
+    def call_each(self, argument_lists: list, with_arguments: bool = False, **keywords) -> list:
         """Many calls in one round trip: what a course's ``call_each`` helper for hidden tests calls."""
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
         return self.session.call_each(self.__name__, argument_lists, within=self.deadline - time.monotonic(),
-                                      keywords=keywords)
+                                      keywords=keywords, with_arguments=with_arguments)
 
 
 @functools.lru_cache(maxsize=None)
@@ -81,47 +96,53 @@ def _compiled(hidden_tests: str, part_id: str):
 def run_part(session: KernelSession, part: Part, seconds: float = 60.0) -> PartResult:
     """Score one part: full points when every hidden check passes, else zero and why.
 
-    One bug costs one part: the earlier answers this part may rely on that failed their own parts
-    are replaced, for this part only, by the reference (``stand_ins.py``); the message says so.
+    One bug costs one part, and a stand-in never costs a student what their own code earns: when an
+    earlier answer this part may rely on failed its own part, the part is graded with the student's
+    own functions, and, if that fails, once more with the reference in place of each failing answer
+    (``stand_ins.py``); it keeps the better score. A stand-in waives nothing: the same hidden tests,
+    speed checks included, run both times. The message says which way earned the points.
     """
     helpers = failing_upstream(session, part)
-    try:
-        with standing_in(session, helpers) as used:
-            result = _run_part(session, part, seconds)
-    except (KernelDied, CallTimeout) as error:  # the stand-ins could not be placed
-        result, used = PartResult(part.part_id, 0, part.points, f"this part could not be graded ({error})"), set()
+    own = _graded(session, part, seconds)
+    result = own
+    if helpers and not own.passed:
+        try:
+            with standing_in(session, helpers) as used:
+                stood = _graded(session, part, seconds)
+        except (KernelDied, CallTimeout):  # the stand-ins could not be placed
+            stood, used = PartResult(part.part_id, 0, part.points, verdicts.NOT_GRADED), set()
+        said = note(part, helpers, used)
+        if said and stood.score > own.score:
+            result = replace(stood, message=f"{said}; {stood.message}")
+        elif said:  # both ways failed: what the part's own code got wrong, with the earlier bug ruled out
+            result = replace(own, message=f"{said}, and with yours; both ways: {stood.message}")
     session.part_passed[part.part_id] = result.passed
-    said = note(part, helpers, used)
-    if said:
-        result.message = f"{said}; {result.message}"
     return result
 
 
-def _run_part(session: KernelSession, part: Part, seconds: float) -> PartResult:
+def _graded(session: KernelSession, part: Part, seconds: float) -> PartResult:
+    """The part's hidden tests once; the message is the grader's own (``verdicts.py``)."""
     deadline = time.monotonic() + seconds
     namespace: dict = {"__name__": f"hidden_tests_{part.part_id}"}
+    failed = functools.partial(PartResult, part.part_id, 0, part.points)
+    code = _compiled(part.hidden_tests, part.part_id)
     try:
         for name in hidden_test_names(part.hidden_tests):
             kind = session.describe(name)
             if kind == "missing":
-                return PartResult(part.part_id, 0, part.points,
-                                  f"`{name}` is not defined in your notebook: did the cell that defines it run without errors?")
+                return failed(f"`{name}` is not defined in your notebook: did the cell that defines it run without errors?")
             namespace[name] = StudentFunction(session, name, deadline) if kind == "function" else session.fetch(name)
-        exec(_compiled(part.hidden_tests, part.part_id), namespace)
-    except AssertionError as failed:
-        return PartResult(part.part_id, 0, part.points, str(failed) or "a hidden check failed")
-    except CallTimeout as slow:
-        return PartResult(part.part_id, 0, part.points, f"your code {slow} on a hidden test input: is there a loop that never ends?")
+        exec(code, namespace)
     except PartTimeUp:
-        return PartResult(part.part_id, 0, part.points, f"the hidden tests of this part ran out of time ({seconds:g} s): your code is too slow")
-    except KernelDied as died:
-        return PartResult(part.part_id, 0, part.points, f"{died} while running your code (memory limit, exit or crash)")
+        return failed(verdicts.out_of_time(seconds))
+    except CallTimeout as slow:  # the grader's own words: which limit ran out
+        return failed(verdicts.did_not_finish(str(slow)))
+    except KernelDied:
+        return failed(verdicts.KERNEL_DIED)
     except Exception as error:
-        said = getattr(error, "autograder_student", None)
-        if said:
-            return PartResult(part.part_id, 0, part.points, f"on a hidden test input, {said}")
-        if isinstance(error, StudentRaised):
-            return PartResult(part.part_id, 0, part.points, f"on a hidden test input, your code raised {error}")
-        return PartResult(part.part_id, 0, part.points,
-                          f"what your code returned could not be checked ({type(error).__name__}): compare its type and shape with the task")
+        if getattr(error, "autograder_student", None):  # raised by the student's function (an AssertionError too)
+            return failed(verdicts.raised(error))
+        if isinstance(error, AssertionError):
+            return failed(verdicts.assertion_text(error, part.hidden_tests, code.co_filename))
+        return failed(verdicts.NOT_CHECKABLE)
     return PartResult(part.part_id, part.points, part.points, ALL_PASSED)

@@ -1,5 +1,8 @@
-"""``python -m autograder``: grade a folder, build the student notebooks, build a Gradescope zip; and the
-commands of the course (``--course module:attr``, else the installed one: ``autograder.course``)."""
+"""grade a folder of handed-in notebooks, build the student notebooks and Gradescope zips, and run the
+course's own commands (the course: --course module:attr, else the one installed).
+
+A user's mistake (a wrong path, a typo in a lab's name, Ctrl-C) gets one line saying what to do and a
+non-zero exit (2; 130 for Ctrl-C), never a traceback."""
 from __future__ import annotations
 
 import argparse
@@ -8,45 +11,74 @@ import sys
 from pathlib import Path
 
 from autograder.course import Course, current, use
+from autograder.names import terminal
+
+# Exit codes: a user's mistake (argparse's own), and Ctrl-C (128 + SIGINT, as shells report it).
+USAGE, INTERRUPTED = 2, 130
+
+
+class UsageError(Exception):
+    """A mistake in what the command was given; the message says what to do instead."""
+
+
+def fail(message: str, code: int = USAGE) -> int:
+    print(f"error: {terminal(message)}", file=sys.stderr)
+    return code
+
+
+def _limits(args):
+    from autograder.kernel import Limits
+
+    return Limits(cell_seconds=args.cell_timeout, call_seconds=args.call_timeout,
+                  notebook_seconds=args.notebook_timeout, memory_bytes=int(args.memory_mb * 1024 * 1024),
+                  max_restarts=args.max_restarts, require_isolation=args.require_isolation)
 
 
 def _grade(args) -> int:
-    from autograder.batch import CourseChanged, InsecureScheduler, dask_security, grade_folder
+    from autograder.batch import (CourseChanged, InsecureScheduler, Interrupted, NothingToGrade, OutNotAFolder,
+                                  SchedulerUnreachable, dask_security, grade_folder)
     from autograder.grade import Settings
     from autograder.identity import read_roster
-    from autograder.kernel import Limits
-    from autograder.report import grades_text
+    from autograder.report import grades_text, plural
 
-    limits = Limits(cell_seconds=args.cell_timeout, call_seconds=args.call_timeout,
-                    notebook_seconds=args.notebook_timeout, memory_bytes=int(args.memory_mb * 1024 * 1024),
-                    max_restarts=args.max_restarts, require_isolation=args.require_isolation)
+    if not Path(args.data_dir).is_dir():
+        raise UsageError(f"--data-dir {args.data_dir} is not a folder: point it at the corpora the notebooks load "
+                         f"(or unset ${current().data_variable})")
     if args.require_isolation:
         from autograder.kernel import isolation_status
 
         status = isolation_status()
         if not status.startswith("landlock"):
-            print(f"error: --require-isolation: kernels cannot be isolated here, so nothing was graded: {status}",
-                  file=sys.stderr)
-            return 2
-    settings = Settings(limits=limits, data_dir=Path(args.data_dir).resolve(), part_seconds=args.part_timeout,
+            raise UsageError(f"--require-isolation: kernels cannot be isolated here, so nothing was graded ({status}): "
+                             "grade on Linux 5.13 or later with Landlock enabled, or leave out --require-isolation")
+    settings = Settings(limits=_limits(args), data_dir=Path(args.data_dir).resolve(), part_seconds=args.part_timeout,
                         worker_memory_bytes=int(args.grader_memory_mb * 1024 * 1024), feedback_kernel=not args.one_kernel)
     try:
         roster = read_roster(Path(args.roster)) if args.roster else None
     except (ValueError, OSError) as error:
-        print(f"error: the roster could not be read: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(f"the roster could not be read ({error}): pass a CSV file with a student_id column "
+                         "(see --help)") from None
+    out = Path(args.out)
     try:
         security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key,
                                  args.insecure) if args.scheduler else None
-        results = grade_folder(Path(args.submissions), Path(args.out), settings, workers=args.workers,
-                               scheduler=args.scheduler, db_path=args.db, progress=not args.quiet,
-                               roster=roster, security=security)
-    except (CourseChanged, InsecureScheduler) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"\n{grades_text(results)}")
-    print(f"\n{len(results)} files: grades in {Path(args.out) / 'grades.csv'}, feedback in {Path(args.out) / 'feedback'}, "
-          f"class report in {Path(args.out) / 'class_report.md'}")
+        rows = grade_folder(Path(args.submissions), out, settings, workers=args.workers,
+                            scheduler=args.scheduler, db_path=args.db, progress=not args.quiet,
+                            roster=roster, security=security)
+    except (NothingToGrade, OutNotAFolder, CourseChanged, InsecureScheduler, SchedulerUnreachable) as error:
+        raise UsageError(str(error)) from None
+    except Interrupted as error:
+        return fail(str(error), INTERRUPTED)
+    print(f"\n{grades_text(rows.reported)}")  # what grades.csv says
+    graded = sum(row.status == "graded" for row in rows)
+    summary = [f"{plural(rows.this_batch, 'file')} in {rows.folder}, {graded} graded"]
+    if rows.earlier:
+        summary.append(f"{plural(rows.earlier, 'row')} of earlier batches this folder's gradebook holds")
+    if rows.missing:
+        summary.append(f"{plural(rows.missing, 'missing hand-in')} (roster)")
+    print(terminal("; ".join(summary)))
+    print(terminal(f"grades in {out / 'grades.csv'}, feedback in {out / 'feedback'}, "
+                   f"class report in {out / 'class_report.md'}"))
     return 0
 
 
@@ -71,9 +103,113 @@ def shown(path: Path) -> Path:
 def _build(args) -> int:
     from autograder.release import release
 
-    for path in release(Path(args.out)):
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder: name a folder for the student notebooks")
+    for path in release(out):
         print(f"wrote {shown(path)}")
+    course = current()
+    if course.release_note:
+        print(course.release_note())
     return 0
+
+
+def lab_choice(course: Course):
+    """An argparse ``type`` accepting a lab id of ``course``; anything else gets one line naming the labs."""
+    labs = course.lab_ids()
+
+    def lab(text: str) -> str:
+        if text not in labs:
+            raise argparse.ArgumentTypeError(f"no lab {text!r}; the labs are {', '.join(labs)}")
+        return text
+
+    lab.__name__ = "lab"
+    return lab
+
+
+def build_parser(course: Course, prog: str = "python -m autograder") -> argparse.ArgumentParser:
+    """The command line's parser for ``course``: every command and option with its help."""
+    parser = argparse.ArgumentParser(
+        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=f"{prog}: {__doc__.split(chr(10) + chr(10))[0]}\n\nCourse: {course.name} ({course.spec}); "
+                    f"labs: {', '.join(course.lab_ids())}.")
+    parser.add_argument("--course", help="the course to use, as module:attr (default: the installed course)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    grade = commands.add_parser("grade", help="grade a folder of handed-in notebooks",
+                                description="Grade every entry of SUBMISSIONS_DIR into OUT: grades.csv, feedback/, "
+                                            "class_report.md, the nbgrader gradebook. Run the same command again "
+                                            "to resume; grade later batches into the same OUT to keep one "
+                                            "gradebook for the term.")
+    grade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
+                       help="a folder of handed-in notebooks as an LMS exports them (Canvas, Moodle: the student id "
+                            "is the prefix the export wrote; any other name: the file name without .ipynb and a "
+                            "trailing _<lab>), an nbgrader submitted/<student>/<lab>/ tree, or an nbgrader course "
+                            "folder (its submitted/ is graded). Every entry gets a row")
+    grade.add_argument("--out", required=True, metavar="OUT",
+                       help="folder for grades.csv, feedback/, class_report.md, scores.png, gradebook.db and results/ "
+                            "(created if needed; an earlier batch's results there are kept and reported)")
+    grade.add_argument("--db", type=Path, help="nbgrader gradebook (SQLite file); default OUT/gradebook.db")
+    grade.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
+                       help="notebooks graded at once on this machine, each in a grading process of its own "
+                            "(default: twice the cores, %(default)s here, as about a quarter of grading is waiting; "
+                            "see benchmarks/profile_grading.md); 0 is 1: one file at a time")
+    grade.add_argument("--roster", help="CSV mapping LMS export names or user ids to student ids (columns: "
+                                        "student_id, and any of user_id, name, login, email); every roster student "
+                                        "then has a row for every lab the batch grades (missing if nothing came)")
+    grade.add_argument("--scheduler", help="grade on a Dask cluster: the scheduler's address (tls://host:8786)")
+    grade.add_argument("--tls-ca-file", help="Dask: the CA certificate that signed the scheduler's and workers' certificates")
+    grade.add_argument("--tls-cert", help="Dask: this client's certificate (the scheduler requires one)")
+    grade.add_argument("--tls-key", help="Dask: this client's private key")
+    grade.add_argument("--insecure", action="store_true",
+                       help="Dask: allow a scheduler on another machine without TLS and client certificates")
+    grade.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
+                       help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
+    grade.add_argument("--cell-timeout", type=float, default=60, help="seconds one cell may run (default %(default)s)")
+    grade.add_argument("--call-timeout", type=float, default=10,
+                       help="seconds one call of a student function may run (default %(default)s)")
+    grade.add_argument("--part-timeout", type=float, default=60,
+                       help="seconds the hidden tests of one part may run (default %(default)s)")
+    grade.add_argument("--notebook-timeout", type=float, default=600,
+                       help="seconds everything done for one file may take: cells, hidden tests, restarts and "
+                            "replays (default %(default)s)")
+    grade.add_argument("--require-isolation", action="store_true",
+                       help="refuse to grade unless every kernel runs behind the Landlock boundary (never fall back "
+                            "to the weaker fence; see docs/SECURITY.md)")
+    grade.add_argument("--memory-mb", type=float, default=4096,
+                       help="memory cap of a student's kernel in MiB (default %(default)s)")
+    grade.add_argument("--one-kernel", action="store_true",
+                       help="grade each part at its test cell's place in the notebook's one kernel, never in a "
+                            "second kernel; the feedback then shows the notebook's own output only up to its first "
+                            "hidden test (by default the feedback shows all of it; see docs/GRADING.md)")
+    grade.add_argument("--max-restarts", type=int, default=3,
+                       help="kernel restarts allowed per notebook after a crash (default %(default)s); all within "
+                            "--notebook-timeout")
+    grade.add_argument("--grader-memory-mb", type=float, default=6144,
+                       help="address-space cap of each local grading process in MiB (default %(default)s; 0: none)")
+    grade.add_argument("--quiet", action="store_true", help="no progress bar")
+    grade.set_defaults(run=_grade)
+
+    build = commands.add_parser("build", help="regenerate the student notebooks from the solution notebooks",
+                                description="Write the student notebooks (nbgrader's generate_assignment steps) "
+                                            "and say where their Colab badges point.")
+    build.add_argument("--out", default=str(course.notebooks),
+                       help="folder for the student notebooks (default: the course's notebooks/ folder)")
+    build.set_defaults(run=_build)
+
+    from autograder.gradescope import add_build_arguments
+
+    add_build_arguments(commands.add_parser("gradescope", help="build Gradescope's autograder zip for one lab "
+                                                               "(docs/GRADESCOPE.md)"), lab_choice(course))
+    from autograder.service.cli import add_commands as add_service_commands
+
+    add_service_commands(commands, course)  # serve, tokens, accounts (docs/SERVICE.md)
+    from autograder.lms.command import add_export_command
+
+    add_export_command(commands)  # Canvas and Moodle import files (docs/LMS.md)
+    if course.add_commands:
+        course.add_commands(commands)
+    return parser
 
 
 def main(argv: list[str] | None = None, course: Course | str | None = None, prog: str = "python -m autograder") -> int:
@@ -84,68 +220,19 @@ def main(argv: list[str] | None = None, course: Course | str | None = None, prog
     known, argv = first.parse_known_args(argv)
     try:
         course = use(known.course or course or current())
-    except (LookupError, ImportError, TypeError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    parser = argparse.ArgumentParser(prog=prog, description=f"{__doc__}\nCourse: {course.name} ({course.spec}).")
-    parser.add_argument("--course", help="the course to use, as module:attr (default: the installed course)")
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    grade = commands.add_parser("grade", help="grade a folder of handed-in notebooks")
-    grade.add_argument("submissions", help="a flat folder of .ipynb files (student id = file name up to the first "
-                                           "underscore) or an nbgrader submitted/<student>/<lab>/ tree")
-    grade.add_argument("--out", required=True, help="folder for grades.csv, feedback/, class_report.md, results/")
-    grade.add_argument("--db", type=Path, help="nbgrader gradebook (SQLite file); default OUT/gradebook.db")
-    grade.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1),
-                       help="notebooks graded at once on this machine, each in a grading process of its own "
-                            "(default: twice the cores, as about a quarter of grading is waiting; see "
-                            "benchmarks/profile_grading.md); 0 grades in this process (for debugging)")
-    grade.add_argument("--roster", help="CSV mapping LMS export names or user ids to student ids "
-                                        "(columns: student_id, and any of user_id, name, login, email)")
-    grade.add_argument("--scheduler", help="grade on a Dask cluster: the scheduler's address (tls://host:8786)")
-    grade.add_argument("--tls-ca-file", help="Dask: the CA certificate that signed the scheduler's and workers' certificates")
-    grade.add_argument("--tls-cert", help="Dask: this client's certificate (the scheduler requires one)")
-    grade.add_argument("--tls-key", help="Dask: this client's private key")
-    grade.add_argument("--insecure", action="store_true",
-                       help="Dask: allow a scheduler on another machine without TLS and client certificates")
-    grade.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
-                       help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
-    grade.add_argument("--cell-timeout", type=float, default=60, help="seconds one cell may run (default 60)")
-    grade.add_argument("--call-timeout", type=float, default=10, help="seconds one call of a student function may run (default 10)")
-    grade.add_argument("--part-timeout", type=float, default=60, help="seconds the hidden tests of one part may run (default 60)")
-    grade.add_argument("--notebook-timeout", type=float, default=600,
-                       help="seconds everything done for one file may take: cells, hidden tests, restarts and replays (default 600)")
-    grade.add_argument("--require-isolation", action="store_true",
-                       help="refuse to grade unless every kernel runs behind the Landlock boundary (never fall back "
-                            "to the weaker fence; see the README's threat model)")
-    grade.add_argument("--memory-mb", type=float, default=4096, help="memory cap of a student's kernel in MiB (default 4096)")
-    grade.add_argument("--one-kernel", action="store_true",
-                       help="grade each part at its test cell's place in the notebook's one kernel, never in a "
-                            "second kernel; the feedback then shows the notebook's own output only up to its first "
-                            "hidden test (by default the feedback shows all of it; see the README)")
-    grade.add_argument("--max-restarts", type=int, default=3,
-                       help="kernel restarts allowed per notebook after a crash (default 3); all within --notebook-timeout")
-    grade.add_argument("--grader-memory-mb", type=float, default=6144,
-                       help="address-space cap of each local grading process in MiB (default 6144; 0: none)")
-    grade.add_argument("--quiet", action="store_true", help="no progress bar")
-    grade.set_defaults(run=_grade)
-
-    build = commands.add_parser("build", help="regenerate the student notebooks from the solution notebooks")
-    build.add_argument("--out", default=str(course.notebooks))
-    build.set_defaults(run=_build)
-
-    from autograder.gradescope import add_build_arguments
-
-    add_build_arguments(commands.add_parser("gradescope", help="build Gradescope's autograder zip for one lab "
-                                                               "(docs/GRADESCOPE.md)"))
-    from autograder.service.cli import add_commands as add_service_commands
-
-    add_service_commands(commands, course)  # serve, tokens, accounts (docs/SERVICE.md)
-    if course.add_commands:
-        course.add_commands(commands)
-
-    args = parser.parse_args(argv)
-    return args.run(args)
+    except (LookupError, ImportError, TypeError, AttributeError) as error:
+        return fail(f"{error}: pass --course module:attr naming an installed course (or set AUTOGRADER_COURSE)")
+    try:
+        parser = build_parser(course, prog)
+        args = parser.parse_args(argv)
+        return args.run(args)
+    except UsageError as error:
+        return fail(str(error))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
+        # a path given on the command line that is not there, or not of the right kind
+        return fail(f"{error}: check the paths given to the command (and that they may be read or written)")
+    except KeyboardInterrupt:
+        return fail("interrupted: run the same command again to go on", INTERRUPTED)
 
 
 if __name__ == "__main__":

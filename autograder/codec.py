@@ -28,6 +28,7 @@ import collections
 import io
 import json
 import pickle
+import sys
 
 MAX_NODES = 2_000_000
 MAX_DEPTH = 200
@@ -87,30 +88,136 @@ def encode(value):
     return walk(value, 0)
 
 
+# Bounds on what the grader rebuilds from a kernel's reply (``decode``): a kernel may send anything.
+MAX_INT_DIGITS = 4300  # CPython's own default limit on int("...") (sys.get_int_max_str_digits)
+MAX_FLOAT_CHARS = 64  # the repr of any float has at most 24 characters
+# Distinct values of one container that may share one hash. Many distinct values with one hash
+# make a set or dict of them quadratic to build inside a single C call (600,000 integers congruent
+# modulo 2**61 - 1 held a grader for hours), whether decode builds it or a hidden test does
+# (``set(got)``); honest values almost never share a hash (-1 and -2 do).
+MAX_SAME_HASH = 16
+# The work decode may do beyond building the values: hashing and comparing items, counted in values.
+MAX_CHECK_WORK = 8 * MAX_NODES
+_HASHED = (int, float, str, bytes, bool, type(None), tuple, frozenset)
+_SMALL = (int, bool)
+_MODULUS = 2**61 - 1  # sys.hash_info.modulus on 64-bit builds
+# Whose hashes a kernel can choose: strings and bytes hash with a key of this process's own, unless
+# hash randomization is off (PYTHONHASHSEED=0).
+_PREDICTABLE = _HASHED if not sys.flags.hash_randomization else (int, float, tuple, frozenset)
+
+
+class Pathological(ValueError):
+    """A reply the grader refuses to rebuild: too large, too deep, or built to be slow to use."""
+
+
 def decode(tagged):
-    """The value ``encode`` described, rebuilt from exact built-in types."""
+    """The value ``encode`` described, rebuilt from exact built-in types.
+
+    What a kernel sends is bounded before it is used: at most ``MAX_NODES`` values, nested at most
+    ``MAX_DEPTH`` deep, integers of at most ``MAX_INT_DIGITS`` digits, and no container (list,
+    tuple, set, dict) with more than ``MAX_SAME_HASH`` distinct values sharing one hash, checked
+    before any hashed container is built. Anything else decodes to an :class:`Unsupported` marker
+    (equal to nothing), in time linear in the reply's size:
+
+        >>> decode(["set", [["int", str(k * (2**61 - 1))] for k in range(1000)]])
+        <refused value object: a set of values that share one hash (built to be slow to use)>
+    """
+    budget = [MAX_NODES, MAX_CHECK_WORK]
+    try:
+        return _decode(tagged, 0, budget)
+    except Pathological as refused:
+        return Unsupported("refused value", str(refused))
+    except (IndexError, KeyError, TypeError, ValueError, OverflowError) as malformed:  # not what encode makes
+        return Unsupported("malformed value", type(malformed).__name__)
+
+
+def _check_hashes(items: list, nodes: int, what: str, budget: list) -> None:
+    """Refuse ``items`` (``nodes`` values in all) if more than ``MAX_SAME_HASH`` distinct ones share
+    a hash. Cheap: one hash each, counted; only the items of a hash many items share are then put,
+    one by one, in a set that never holds more than ``MAX_SAME_HASH`` + 1 of them."""
+    if len(items) <= MAX_SAME_HASH:
+        return
+    budget[1] -= nodes  # hashing a tuple walks it
+    if budget[1] < 0:
+        raise Pathological("too much work to check")
+    try:
+        # Distinct ints below 2**61 - 1 in size never share a hash (but -1 and -2), nor do True,
+        # False and None: only the rest is hashed (a corpus's counts cost nothing here).
+        hashes = [hash(item) if type(item) in _PREDICTABLE and not (type(item) in _SMALL and -_MODULUS < item < _MODULUS)
+                  else None for item in items]
+    except TypeError:  # a tuple holding a list: never a set item or a dict key, nor hashed by anyone
+        return
+    # Safe to count: equal hashes are equal keys here, and at most 8 distinct 64-bit hashes share a hash.
+    crowded = {value for value, count in collections.Counter(hashes).items() if count > MAX_SAME_HASH and value is not None}
+    groups: dict = {}
+    for item, value in zip(items, hashes):
+        if value in crowded:
+            seen = groups.setdefault(value, set())
+            seen.add(item)  # at most MAX_SAME_HASH comparisons: the set is refused as soon as it outgrows that
+            if len(seen) > MAX_SAME_HASH:
+                raise Pathological(f"{what} of values that share one hash (built to be slow to use)")
+
+
+def _decode(tagged, depth: int, budget: list):
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise Pathological(f"more than {MAX_NODES:,} values")
+    if type(tagged) is not list or not tagged or type(tagged[0]) is not str:
+        raise Pathological("not a value the codec makes")
     tag = tagged[0]
+    if tag == "str" or tag == "int" or tag == "float" or tag == "bytes":
+        text = tagged[1]
+        if type(text) is not str:
+            raise Pathological(f"a {tag} that is not text")
+        if tag == "str":
+            return text
+        if tag == "int":
+            if len(text) > MAX_INT_DIGITS + 1:
+                raise Pathological(f"an integer of more than {MAX_INT_DIGITS} digits")
+            return int(text)
+        if tag == "float":
+            if len(text) > MAX_FLOAT_CHARS:
+                raise Pathological(f"a float of more than {MAX_FLOAT_CHARS} characters")
+            return float(text)
+        return bytes.fromhex(text)
     if tag == "none":
         return None
     if tag == "bool":
-        return bool(tagged[1])
-    if tag == "int":
-        return int(tagged[1])
-    if tag == "float":
-        return float(tagged[1])
-    if tag == "str":
-        return str(tagged[1])
-    if tag == "bytes":
-        return bytes.fromhex(tagged[1])
-    if tag in ("list", "tuple", "set", "frozenset"):
-        items = [decode(item) for item in tagged[1]]
-        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
-    if tag in ("dict", "Counter", "OrderedDict", "defaultdict"):
-        pairs = [(decode(k), decode(v)) for k, v in tagged[1]]
+        return tagged[1] is True
+    if depth >= MAX_DEPTH:
+        raise Pathological(f"nested more than {MAX_DEPTH} deep")
+    if tag in _SEQUENCE_TYPES:
+        if type(tagged[1]) is not list:
+            raise Pathological(f"a {tag} that is not a list")
+        before = budget[0]
+        items = [_decode(item, depth + 1, budget) for item in tagged[1]]
+        _check_hashes(items, before - budget[0], f"a {tag}", budget)
+        if tag in ("set", "frozenset") and any(type(item) not in _HASHED for item in items):
+            raise Pathological(f"a {tag} with an unhashable item")
+        return _SEQUENCE_TYPES[tag](items)
+    if tag in _MAPPING_TYPES:
+        if type(tagged[1]) is not list or any(type(pair) is not list or len(pair) != 2 for pair in tagged[1]):
+            raise Pathological(f"a {tag} that is not a list of pairs")
+        before = budget[0]
+        keys = [_decode(key, depth + 1, budget) for key, _ in tagged[1]]
+        _check_hashes(keys, before - budget[0], f"a {tag}", budget)
+        if any(type(key) not in _HASHED for key in keys):
+            raise Pathological(f"a {tag} with an unhashable key")
+        before = budget[0]
+        values = [_decode(value, depth + 1, budget) for _, value in tagged[1]]
+        _check_hashes(values, before - budget[0], f"a {tag}", budget)
         if tag == "defaultdict":
-            return collections.defaultdict(None, pairs)
-        return {"dict": dict, "Counter": collections.Counter, "OrderedDict": collections.OrderedDict}[tag](dict(pairs))
-    return Unsupported(tagged[1], tagged[2])
+            return collections.defaultdict(None, zip(keys, values))
+        built = dict(zip(keys, values))
+        return built if tag == "dict" else _MAPPING_TYPES[tag](built)
+    if tag == "unsupported" and len(tagged) == 3:
+        return Unsupported(str(tagged[1])[:200], str(tagged[2])[:200])
+    raise Pathological(f"an unknown tag {tag[:40]!r}")
+
+
+_SEQUENCE_TYPES = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
+_MAPPING_TYPES = {"dict": dict, "Counter": collections.Counter, "OrderedDict": collections.OrderedDict,
+                  "defaultdict": collections.defaultdict}
 
 
 # What may travel to the kernel besides exact instances of None, bool, int, float, str, bytes, list,
@@ -140,20 +247,28 @@ def unpack(text: str):
     return pickle.loads(base64.b64decode(text))
 
 
-def _outcome(function, args, kwargs):
-    """``["returned", <encoded value>]`` or ``["raised", <exception class>, <is built-in>, <message>]``."""
+def _raised(error):
+    """``["raised", <exception class>, <is built-in>, <message>]``."""
     import builtins
 
+    kind = type(error)
+    builtin = getattr(builtins, kind.__name__, None) is kind
+    try:
+        message = str(error)[:500]
+    except Exception:
+        message = "?"
+    return ["raised", kind.__name__, builtin, message]
+
+
+def _outcome(function, args, kwargs, with_arguments=False):
+    """``["returned", <encoded value>]`` (with ``with_arguments``, the arguments as the call left
+    them too) or ``["raised", <exception class>, <is built-in>, <message>]``."""
     try:
         result = function(*args, **kwargs)
     except Exception as error:
-        kind = type(error)
-        builtin = getattr(builtins, kind.__name__, None) is kind
-        try:
-            message = str(error)[:500]
-        except Exception:
-            message = "?"
-        return ["raised", kind.__name__, builtin, message]
+        return _raised(error)
+    if with_arguments:
+        return ["returned", encode(result), encode(list(args))]
     return ["returned", encode(result)]
 
 
@@ -168,7 +283,7 @@ class _OverTime(BaseException):
     ``except Exception`` in the student's code does not swallow it)."""
 
 
-def call_each_in_namespace(namespace, name, payload, seconds=0.0):
+def call_each_in_namespace(namespace, name, payload, seconds=0.0, with_arguments=False):
     """Kernel side: call ``namespace[name]`` once per packed argument list of the packed
     ``(argument_lists, keywords)`` (the same keywords for every call), as a loop would, stopping
     at the first exception; the outcomes as JSON text. Each call gets arguments of its own (a
@@ -191,7 +306,7 @@ def call_each_in_namespace(namespace, name, payload, seconds=0.0):
             try:
                 if timed:
                     signal.setitimer(signal.ITIMER_REAL, seconds)
-                outcome = _outcome(namespace[name], args, kwargs)
+                outcome = _outcome(namespace[name], args, kwargs, with_arguments)
                 if timed:
                     signal.setitimer(signal.ITIMER_REAL, 0)
             except _OverTime:  # (an alarm just after the call returned keeps what it returned)
@@ -228,14 +343,27 @@ def fetch(namespace, name):
 _SNAPSHOTS = {}
 
 
+# The instructions that name a global: not attribute names, which share ``co_names`` with them
+# (``text.encode(...)`` reads no global ``encode``).
+_GLOBAL_ACCESS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"})
+
+
 def _global_names(function):
-    """The global names a notebook function reads (its code and nested code), its defaults' ids."""
+    """The global names a notebook function reads or binds (its code and nested code).
+
+    >>> def f(text):
+    ...     return text.encode("utf-8"), len(text)
+    >>> sorted(_global_names(f))
+    ['len']
+    """
+    import dis
+
     names, stack = set(), [getattr(function, "__code__", None)]
     while stack:
         code = stack.pop()
         if code is None:
             continue
-        names.update(code.co_names)
+        names.update(instruction.argval for instruction in dis.get_instructions(code) if instruction.opname in _GLOBAL_ACCESS)
         stack.extend(const for const in code.co_consts if hasattr(const, "co_names"))
     return names
 
@@ -319,6 +447,13 @@ def _stand_in(name):
         request = STAND_IN_REQUEST + json.dumps([name, encode([list(args), kwargs])])
         outcome = json.loads(get_ipython().kernel.raw_input(request))
         if outcome[0] == "returned":
+            # The calling convention of the task: an argument the reference changed in place is
+            # changed here too, and a reference that returned its argument returns this one.
+            changes = outcome[2] if len(outcome) > 2 else {}
+            for index, value in changes.get("changed", []):
+                _update_in_place(args[index], decode(value))
+            if changes.get("same") is not None:
+                return args[changes["same"]]
             return decode(outcome[1])
         import builtins
 
@@ -329,6 +464,18 @@ def _stand_in(name):
 
     stand_in.__name__ = stand_in.__qualname__ = name
     return stand_in
+
+
+def _update_in_place(target, value):
+    """Make the list, dict or set ``target`` hold what ``value`` holds, keeping its identity."""
+    if isinstance(target, list) and isinstance(value, list):
+        target[:] = value
+    elif isinstance(target, dict) and isinstance(value, dict):
+        target.clear()
+        target.update(value)
+    elif isinstance(target, set) and isinstance(value, (set, frozenset)):
+        target.clear()
+        target.update(value)
 
 
 def stand_in(namespace, name):
@@ -359,6 +506,15 @@ def answer_stand_in(prompt, references):
         if name not in references:
             raise ValueError(f"the reference {name} is not available here")
         args, kwargs = decode(payload)
-        return json.dumps(_outcome(references[name], list(args), dict(kwargs)))
+        args = list(args)
+        before = [json.dumps(encode(arg)) if isinstance(arg, (list, dict, set)) else None for arg in args]
+        try:
+            result = references[name](*args, **dict(kwargs))
+        except Exception as error:
+            return json.dumps(_raised(error))
+        changed = [[index, encode(arg)] for index, arg in enumerate(args)
+                   if before[index] is not None and json.dumps(encode(arg)) != before[index]]
+        same = next((index for index, arg in enumerate(args) if arg is result and before[index] is not None), None)
+        return json.dumps(["returned", encode(result), {"changed": changed, "same": same}])
     except Exception as error:
         return json.dumps(["raised", "RuntimeError", True, str(error)[:200]])

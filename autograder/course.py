@@ -40,6 +40,12 @@ class Course:
     prepare_source: Callable[[str], str] | None = None
     # Adds the course's own subcommands to the command line (argparse sub-parsers).
     add_commands: Callable | None = None
+    # What ``build`` says after writing the student notebooks (say, where their Colab badges point).
+    release_note: Callable[[], str] | None = None
+
+    def lab_ids(self) -> list[str]:
+        """The labs' ids, from the solution notebooks' names alone (nothing is read: for the command line)."""
+        return sorted(path.stem for path in Path(self.solutions).glob("*.ipynb"))
     # The grading service (autograder/service): the environment variable naming its URL when the notebooks
     # are built (their Submit cell posts there; unset: the cell says how to hand in), and the one a student's
     # kernel may hold their token in.

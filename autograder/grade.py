@@ -17,16 +17,16 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import tempfile
 import time
 import traceback
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from autograder import tempdirs
 from autograder.check import ALL_PASSED, hidden_test_names, run_part
 from autograder.course import current
 from autograder.intake import read_submission
-from autograder.kernel import OWN_EXCEPTION, CallTimeout, KernelDied, KernelSession, Limits, imported_modules
+from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
 from autograder.labs import get_lab, release_cells
 from autograder.repair import Step, repair
 from autograder.result import GRADER_ERROR, GradeResult, MalformedResult
@@ -166,12 +166,15 @@ def error_result(path: Path, student_id: str, status: str, message: str) -> Grad
 def _guarded(path: Path, student_id: str, settings: Settings, started: float) -> GradeResult:
     """Every step for one file; whatever it raises (RecursionError, MemoryError, a bug of ours)
     costs this file's row only."""
-    found = _empty_result(path, student_id)
+    found, exposed = _empty_result(path, student_id), [False]
     try:
-        _grade(Path(path), student_id, settings, started, found)
+        _grade(Path(path), student_id, settings, started, found, exposed)
         return GradeResult.from_json(found)
     except Exception as error:
-        message = f"this file could not be graded ({type(error).__name__}: {str(error)[:300]})"
+        # After a hidden input reached a kernel, an error's text may carry what that kernel said
+        # (a log, a reply): the row names the class of error only. The traceback is the instructor's.
+        said = "" if exposed[0] else f": {str(error)[:300]}"
+        message = f"this file could not be graded ({type(error).__name__}{said})"
         try:
             trace = traceback.format_exc(limit=20)[-5000:]
         except Exception:
@@ -196,7 +199,8 @@ def _session(workdir: str, name: str, settings: Settings, started: float, lab_id
     return session
 
 
-def _grade(path: Path, student_id: str, settings: Settings, started: float, result: dict) -> None:
+def _grade(path: Path, student_id: str, settings: Settings, started: float, result: dict, exposed: list) -> None:
+    """Fills ``result`` in; sets ``exposed[0]`` once a hidden input may have reached a kernel."""
     sub = read_submission(path, student_id)
     result.update(sha256=sub.sha256, lab=sub.lab_id, status=sub.status, message=sub.message,
                   integrity=[{"event": "converted", "cell": "-", "detail": n} for n in sub.notes])
@@ -212,15 +216,15 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
     shown = program + [step for step in repaired.program[len(program):] if step.kind != "given"]
     graded: dict[str, dict] = {}
     visible: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="bpe-grade-") as workdir:
+    with tempdirs.folder("grade") as workdir:
         result["kernels"] = 1
         if not settings.feedback_kernel:  # --one-kernel: shown is only what ran before the first hidden input
+            exposed[0] = True
             graded, sent, restarts, result["isolation"] = _graded_at_place(
-                workdir, program, parts, lab, settings, started, visible, result["cells"])
+                workdir, shown, parts, lab, settings, started, visible, result["cells"], then_at_end=True)
         else:
             # 1. One kernel runs the notebook with its visible checks: all the student is shown, before
-            # any hidden input exists in it. Then the hidden tests, if what each part's tests can reach
-            # is what it was at the part's test cell (see codec.snapshot).
+            # any hidden input exists in it. Then the hidden tests, after the whole notebook ran.
             with _session(workdir, "grading", settings, started, lab.lab_id) as session:
                 result["isolation"] = session.isolation
                 order = _visible_run(session, shown, parts, visible, result["cells"])
@@ -228,23 +232,27 @@ def _grade(path: Path, student_id: str, settings: Settings, started: float, resu
                     moved = session.changed_since(order)
                 except (CallTimeout, KernelDied):
                     moved = order
-                if not moved:
-                    for part_id in order:
-                        graded[part_id] = _hidden_tests(session, parts[part_id], settings)
-                    _grade_the_rest(session, lab, graded, settings)
-                    sent = session.sent_arguments
+                exposed[0] = True
+                for part_id in order:
+                    graded[part_id] = _hidden_tests(session, parts[part_id], settings)
+                _grade_the_rest(session, lab, graded, settings)
+                sent = list(session.sent_arguments)
                 restarts = session.restarts
-            if not graded:
+            if moved:
                 # 2. Something a part relies on changed after its test cell (a later cell redefined a
-                # function, changed a global it reads...): hidden tests at each test cell's place, in a
-                # second kernel. Nothing of that kernel's output is shown.
+                # function, changed a global it reads, defined a helper it calls...): hidden tests at
+                # each test cell's place, in a second kernel. Nothing of that kernel's output is shown.
+                # A moved part keeps the better of its two grades (see at_end_if_better).
                 result["kernels"] = 2
                 try:
-                    graded, sent, more, _ = _graded_at_place(workdir, program, parts, lab, settings, started)
+                    at_place, more_sent, more, _ = _graded_at_place(workdir, program, parts, lab, settings, started)
                     restarts += more
                 except CallTimeout as failed:  # the notebook's time was used up before it could start
-                    sent, graded = [], {part.part_id: {"part_id": part.part_id, "score": 0, "max_score": part.points,
-                                             "message": f"not graded: {failed}"} for part in lab.parts}
+                    more_sent, at_place = [], {part.part_id: {"part_id": part.part_id, "score": 0, "max_score": part.points,
+                                                "message": f"not graded: {failed}"} for part in lab.parts}
+                sent += more_sent
+                graded = {part_id: at_end_if_better(at_place[part_id], entry) if part_id in moved else at_place[part_id]
+                          for part_id, entry in graded.items()}
     redact = Redactor(sent, public_text(lab.lab_id), shown=public_values(lab.lab_id))
     for part_id, entry in graded.items():
         entry["message"] = redact(entry["message"])
@@ -289,14 +297,33 @@ def _visible_run(session: KernelSession, program: list, parts: dict, visible: di
     return order
 
 
+def at_end_if_better(at_place: dict, at_end: dict) -> dict:
+    """A part graded at its test cell's place and after the whole notebook ran: the grade at its place,
+    unless only the whole notebook earns the points (a helper defined in a cell added below the test),
+    which then count, with a note to move that cell up. The student guide promises this."""
+    if at_place["score"] >= at_end["score"]:
+        return at_place
+    return {**at_end, "message": f"{MOVE_IT_UP}; {at_end['message']}"}
+
+
+MOVE_IT_UP = ("earned once the whole notebook had run: this part uses something that a cell below its test defines "
+              "or changes (the part's own check, where it stands, did not see it); move that cell above the test")
+
+
 def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Settings, started: float,
-                     visible: dict[str, str] | None = None, cells: list[dict] | None = None) -> tuple:
+                     visible: dict[str, str] | None = None, cells: list[dict] | None = None,
+                     then_at_end: bool = False) -> tuple:
     """Each part's hidden tests at its test cell's place, in a kernel of its own; with ``visible``
-    and ``cells``, what the notebook showed before the first hidden input reached the kernel.
+    and ``cells``, what the notebook showed before the first hidden input reached the kernel. With
+    ``then_at_end``, a part that failed at its place and has a cell added below it is graded once
+    more after the whole program ran, and keeps the better grade (``at_end_if_better``).
     Returns (part results, arguments sent, restarts, isolation)."""
     graded: dict[str, dict] = {}
+    added_below: set[str] = set()
     with _session(workdir, "at-place", settings, started, lab.lab_id) as session:
         for step in program:
+            if step.kind == "added":
+                added_below.update(graded)
             untouched = not session.sent_arguments  # no hidden input has reached this kernel yet
             if step.kind != "check":
                 run = session.run_cell(step.source)
@@ -308,6 +335,10 @@ def _graded_at_place(workdir: str, program: list, parts: dict, lab, settings: Se
                     visible[step.cell_id] = run.stdout.strip() or run.error
                 graded[step.cell_id] = _hidden_tests(session, parts[step.cell_id], settings)
         _grade_the_rest(session, lab, graded, settings)
+        if then_at_end:
+            for part_id in added_below:
+                if graded[part_id]["score"] < graded[part_id]["max_score"]:
+                    graded[part_id] = at_end_if_better(graded[part_id], _hidden_tests(session, parts[part_id], settings))
         return graded, session.sent_arguments, session.restarts, session.isolation
 
 
@@ -323,17 +354,8 @@ def _hidden_tests(session: KernelSession, part, settings: Settings) -> dict:
     if session.seconds_left <= 0:
         return {"part_id": part.part_id, "score": 0, "max_score": part.points,
                 "message": "not graded: the notebook's time limit was used up before this part"}
-    try:
-        entry = asdict(run_part(session, part, min(settings.part_seconds, session.seconds_left)))
+    try:  # the message is the grader's own, never text a kernel made (verdicts.py)
+        return asdict(run_part(session, part, min(settings.part_seconds, session.seconds_left)))
     except Exception as error:  # the kernel could not be brought back: this part only
-        entry = {"part_id": part.part_id, "score": 0, "max_score": part.points,
-                 "message": f"this part could not be graded ({type(error).__name__})"}
-    # Text the kernel made after a hidden input reached it (an exception's message, a failed
-    # call's error) can carry that input in any encoding: keep the class of error if it is a built-in
-    # one (a class the student made is not named: its name can carry the input too), drop the text.
-    for pattern in (rf"^(on a hidden test input, .*? raised (?:{re.escape(OWN_EXCEPTION)}|[A-Za-z_]\w*))",
-                    r"^(the grader's call failed in the kernel)"):
-        said = re.match(pattern, entry["message"], re.S)
-        if said:
-            entry["message"] = said.group(1)
-    return entry
+        return {"part_id": part.part_id, "score": 0, "max_score": part.points,
+                "message": f"this part could not be graded ({type(error).__name__})"}

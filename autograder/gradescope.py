@@ -19,12 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import stat
 import sys
 import time
 import traceback
 import zipfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+from autograder import tempdirs
 
 from autograder.course import Course, current, use
 from autograder.result import GRADED, GRADER_ERROR, NO_NOTEBOOK, GradeResult, PartScore
@@ -168,9 +172,21 @@ def _write(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = 
 # -- grading inside Gradescope ------------------------------------------------------------------
 
 def find_notebook(submission_dir: Path) -> tuple[Path | None, str]:
-    """The one notebook of a submission, or why there is not exactly one."""
-    notebooks = sorted(path for path in Path(submission_dir).rglob("*.ipynb")
-                       if path.is_file() and ".ipynb_checkpoints" not in path.parts)
+    """The one notebook of a submission, or why there is not exactly one. Only a regular file of
+    its own inside ``submission_dir`` counts: a symbolic link (say, to ``../source/solutions/...``,
+    which a zip can carry), a link inside a linked folder, a FIFO or a device is never followed."""
+    submission_dir = Path(submission_dir)
+    notebooks, others = [], []
+    for folder, folders, files in os.walk(submission_dir, followlinks=False):
+        folders[:] = sorted(name for name in folders if name != ".ipynb_checkpoints")
+        for name in sorted(files) + [name for name in folders if Path(folder, name).is_symlink()]:
+            if name.endswith(".ipynb"):
+                path = Path(folder, name)
+                (notebooks if _regular_file_of_its_own(path) else others).append(path)
+    if not notebooks and others:
+        names = ", ".join(path.relative_to(submission_dir).as_posix() for path in others)
+        return None, (f"Your submission's notebook ({names}) is a link or not an ordinary file, which the autograder "
+                      "does not follow. Upload the notebook file itself: in Colab, File → Download → Download .ipynb.")
     if not notebooks:
         return None, ("No notebook (.ipynb file) was found in your submission. Upload the lab's notebook itself: "
                       "in Colab, File → Download → Download .ipynb.")
@@ -179,6 +195,53 @@ def find_notebook(submission_dir: Path) -> tuple[Path | None, str]:
         return None, (f"Your submission has {len(notebooks)} notebooks ({names}). Upload only the lab's notebook, "
                       "so that the autograder knows which one to grade.")
     return notebooks[0], ""
+
+
+def _regular_file_of_its_own(path: Path) -> bool:
+    """A regular file (not a link to one), with no other name (a hard link to the solutions would be one)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+
+
+def private_copy(notebook: Path, folder: Path) -> Path:
+    """The notebook's bytes, read without following a link, in a file of the grader's own: what is
+    graded cannot be swapped for another file between the check and the reading."""
+    descriptor = os.open(notebook, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ValueError(f"{notebook.name} is not a regular file")
+        copy = folder / notebook.name
+        copy.write_bytes(handle.read())
+    return copy
+
+
+def protect_root(root: Path, keep_readable: list[Path]) -> None:
+    """As root, close the Gradescope root to every other user: the kernel's own uid (in either
+    isolation mode) can then read neither the solutions and hidden tests in ``source/`` nor the
+    submission, and cannot write ``results/``. The folders of ``keep_readable`` (the lab's data)
+    stay readable; the folders above them can only be passed through."""
+    if os.geteuid() != 0:
+        return
+    root = Path(root).resolve()
+    keep = [Path(path).resolve() for path in keep_readable]
+    passages = {parent for path in keep for parent in path.parents if parent == root or parent.is_relative_to(root)}
+
+    def close(folder: Path) -> None:
+        for entry in os.scandir(folder):
+            path = Path(entry.path)
+            if any(path == k or path.is_relative_to(k) for k in keep) or entry.is_symlink():
+                continue
+            if path in passages:
+                os.chmod(path, 0o711)
+                close(path)
+            else:
+                os.chmod(path, stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode) & 0o700)
+
+    os.chmod(root, 0o711)
+    close(root)
 
 
 def _points(value: float) -> str:
@@ -238,22 +301,28 @@ def to_results(result: GradeResult, lab, visibility: str = "visible") -> dict:
 
 def grade_submission(root: Path) -> dict:
     """Grade the notebook in ``root/submission`` with the lab of the unpacked zip; Gradescope's results."""
-    from autograder.grade import Settings, grade_file
+    from autograder.deadline import grade_within_time
+    from autograder.grade import Settings
     from autograder.kernel import Limits
     from autograder.labs import get_lab
 
     config = GradescopeConfig.read(SOURCE)
     course = use(config.course)
     lab = get_lab(config.lab)
+    data_dir = Path(course.root) / config.data_dir
+    protect_root(root, [Path(course.data), data_dir])
     notebook, problem = find_notebook(root / "submission")
     if notebook is None:
         result = GradeResult(STUDENT_ID, str(root / "submission"), status=NO_NOTEBOOK, message=problem)
     else:
         # The whole Gradescope root is off limits to the student's kernel: the hidden tests in
         # source/, this submission's results/ (results.json must come from the grader alone).
-        settings = Settings(limits=Limits(**config.limits), data_dir=Path(course.root) / config.data_dir,
+        settings = Settings(limits=Limits(**config.limits), data_dir=data_dir,
                             part_seconds=config.part_seconds, denied=(Path(root).resolve(),))
-        result = grade_file(notebook, STUDENT_ID, settings)
+        with tempdirs.folder("submission") as folder:
+            # graded from outside the work: results.json is written whatever the grading does, in time
+            result = grade_within_time(private_copy(notebook, folder), STUDENT_ID, settings)
+        result = replace(result, file=str(notebook))
         print(f"graded {notebook.name}: {result.status}, score {result.score} / {result.max_score}, "
               f"{result.seconds:.1f} s, kernel isolation: {result.isolation or 'unknown'}")
         if result.status == GRADER_ERROR:  # for the instructor: stdout is hidden from students
@@ -262,13 +331,20 @@ def grade_submission(root: Path) -> dict:
 
 
 def run(root: Path) -> int:
-    """``run_autograder``'s work: results.json is always written, whatever the submission holds."""
+    """``run_autograder``'s work: results.json is always written, whatever the submission holds, by
+    the time --notebook-timeout (and a short grace) is up; SIGTERM ends the grading and writes it too."""
     started = time.monotonic()
     root = Path(root)
     print(f"autograder: course files in {SOURCE}, Gradescope root {root}")
+    tempdirs.sweep()
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
     try:
         results = grade_submission(root)
-    except Exception:
+    except BaseException:
         traceback.print_exc(file=sys.stdout)
         results = {"score": 0, "output": "The autograder failed before it could grade this submission, because of a "
                    "problem of its own, not of your code. Please tell your instructor.",
@@ -277,6 +353,10 @@ def run(root: Path) -> int:
     (root / "results").mkdir(parents=True, exist_ok=True)
     (root / "results" / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
     print(f"score {results['score']}; wrote {root / 'results' / 'results.json'}")
+    from autograder.workers import close_watched
+
+    close_watched()
+    tempdirs.sweep()
     return 0
 
 
@@ -293,27 +373,32 @@ def check() -> int:
 
 # -- command line -------------------------------------------------------------------------------
 
-def add_build_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``python -m autograder gradescope``."""
+def add_build_arguments(parser: argparse.ArgumentParser, lab_type=str) -> None:
+    """Arguments of ``python -m autograder gradescope`` (``lab_type`` checks the lab's id: cli.lab_choice)."""
     from autograder.kernel import Limits
 
     defaults = Limits()
-    parser.add_argument("lab", help="the lab to grade (its id)")
-    parser.add_argument("--out", default="autograder.zip", help="where to write the zip (default ./autograder.zip)")
     course = current()
+    parser.description = "Build Gradescope's autograder zip for one lab: upload it to a Programming Assignment."
+    parser.add_argument("lab", type=lab_type, metavar="LAB", help=f"the lab to grade: one of {', '.join(course.lab_ids())}")
+    parser.add_argument("--out", default="autograder.zip", help="where to write the zip (default ./%(default)s)")
     parser.add_argument("--data-dir", default=os.environ.get(course.data_variable),
                         help=f"corpora the notebooks load, shipped in the zip (default: ${course.data_variable}, "
                              f"else {course.default_data})")
     parser.add_argument("--visibility", choices=VISIBILITIES, default="visible",
-                        help="when students see the results (Gradescope's test visibility; default visible)")
-    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds, help="seconds one cell may run")
+                        help="when students see the results (Gradescope's test visibility; default %(default)s)")
+    parser.add_argument("--cell-timeout", type=float, default=defaults.cell_seconds,
+                        help="seconds one cell may run (default %(default)s)")
     parser.add_argument("--call-timeout", type=float, default=defaults.call_seconds,
-                        help="seconds one call of a student function may run")
-    parser.add_argument("--part-timeout", type=float, default=60.0, help="seconds the hidden tests of one part may run")
+                        help="seconds one call of a student function may run (default %(default)s)")
+    parser.add_argument("--part-timeout", type=float, default=60.0,
+                        help="seconds the hidden tests of one part may run (default %(default)s)")
     parser.add_argument("--notebook-timeout", type=float, default=defaults.notebook_seconds,
-                        help="seconds all cells of a notebook may run (keep it below Gradescope's own timeout)")
+                        help="seconds all cells of a notebook may run (default %(default)s; keep it below "
+                             "Gradescope's own timeout)")
     parser.add_argument("--memory-mb", type=float, default=defaults.memory_bytes / 1024**2,
-                        help="memory cap of the student's kernel in MiB (keep it below the container's memory)")
+                        help="memory cap of the student's kernel in MiB (default %(default)s; keep it below the "
+                             "container's memory)")
     parser.set_defaults(run=build_command)
 
 

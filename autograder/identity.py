@@ -123,6 +123,10 @@ class Roster:
     by_name: dict
     by_id: dict
 
+    def students(self) -> list[str]:
+        """Every student id of the roster, sorted."""
+        return sorted(self.by_id)
+
     def resolve(self, identity: Identity) -> Identity:
         """The identity with the roster's student id, or NOT_ON_ROSTER and why."""
         if identity.user_id and identity.user_id in self.by_user:

@@ -6,19 +6,25 @@ or, when an editor dropped it, from the given cells the notebook still contains.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import re
-from dataclasses import dataclass, field
+import stat
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
 
 from autograder.course import current
+from autograder.folder import Entry, entries
 from autograder.identity import Identity, Roster, identify, tell_apart
+from autograder.names import escaped
 from autograder.labs import all_labs, nbgrader_meta, release_cells
 # Statuses of a row that could not be graded (named here for this module's callers too).
-from autograder.result import DUPLICATE, EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, TOO_LARGE, UNKNOWN_LAB  # noqa: F401
+from autograder.result import (DUPLICATE, EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, NOT_A_REGULAR_FILE, TOO_LARGE,  # noqa: F401
+                               UNKNOWN_LAB)
 
 # The nbgrader cell metadata the grader reads, and the types nbgrader writes.
 NBGRADER_FIELD_TYPES = {"grade_id": str, "solution": bool, "grade": bool, "locked": bool, "points": (int, float),
@@ -53,17 +59,21 @@ def student_id_from_flat_name(path: Path) -> str:
     return identify(Path(Path(path).name), tuple(all_labs())).student_id
 
 
-def find_submissions(folder: Path, roster: Roster | None = None) -> list[tuple[Path, Identity]]:
-    """(file, identity) pairs: a flat folder of .ipynb (LMS exports), Moodle's folders, or nbgrader's
-    ``<student>/<lab>/*.ipynb``. Two LMS users with one name are told apart, never merged."""
-    folder = Path(folder)
-    paths = [path for path in sorted(folder.rglob("*.ipynb"))
-             if ".ipynb_checkpoints" not in path.parts and path.is_file()]
+def find_submissions(folder: Path, roster: Roster | None = None) -> list[tuple[Entry, Identity]]:
+    """(entry, identity) pairs for every entry of the folder (folder.py: notebooks, other files, links...):
+    a flat folder (LMS exports), Moodle's folders, or nbgrader's ``<student>/<lab>/*.ipynb``. Two LMS
+    users with one name are told apart, never merged. A student id is :func:`~autograder.names.escaped`:
+    a name that is not UTF-8, or holds control characters, is recorded faithfully and shown as it is."""
+    found = entries(Path(folder))
     labs = tuple(all_labs())
-    identities = tell_apart([identify(path.relative_to(folder), labs) for path in paths])
+    identities = tell_apart([_escaped(identify(entry.relative, labs)) for entry in found])
     if roster is not None:
         identities = [roster.resolve(identity) for identity in identities]
-    return list(zip(paths, identities))
+    return list(zip(found, identities))
+
+
+def _escaped(identity: Identity) -> Identity:
+    return replace(identity, student_id=escaped(identity.student_id), name=escaped(identity.name))
 
 
 def _normalized(source: str) -> str:
@@ -95,19 +105,43 @@ def _sha256(raw: bytes) -> str:
 def file_sha256(path: Path) -> str:
     """The content hash a submission is known by (what resume compares), without parsing it."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    handle = _open_regular(path)
+    if handle is None:
+        raise OSError(errno.EINVAL, "not a regular file of its own", str(path))
+    with handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
+def _open_regular(path: Path):
+    """``path`` opened for reading if it is a regular file of its own, else None: a link is never
+    followed, and a FIFO or device never blocks (the folder may have changed since it was listed)."""
+    try:
+        handle = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENXIO, errno.EMLINK):
+            return None
+        raise
+    info = os.fstat(handle.fileno())
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+        handle.close()
+        return None
+    return handle
+
+
 def read_submission(path: Path, student_id: str) -> Submission:
-    size = Path(path).stat().st_size
-    if size > MAX_FILE_BYTES:
-        return Submission(Path(path), student_id, file_sha256(path), status=TOO_LARGE,
-                          message=f"the file is {size / 1024**2:.0f} MB, more than a notebook of this course can be "
-                                  f"({MAX_FILE_BYTES // 1024**2} MB): clear its outputs and hand it in again")
-    raw = Path(path).read_bytes()
+    handle = _open_regular(path)
+    if handle is None:
+        return Submission(Path(path), student_id, "", status=NOT_A_REGULAR_FILE,
+                          message="not a regular file of its own (a link, a FIFO or a device): it was not opened")
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > MAX_FILE_BYTES:
+            return Submission(Path(path), student_id, file_sha256(path), status=TOO_LARGE,
+                              message=f"the file is {size / 1024**2:.0f} MB, more than a notebook of this course can be "
+                                      f"({MAX_FILE_BYTES // 1024**2} MB): clear its outputs and hand it in again")
+        raw = handle.read()
     sub = Submission(Path(path), student_id, _sha256(raw))
     if not raw.strip():
         sub.status, sub.message = EMPTY, "the file is empty"

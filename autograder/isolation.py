@@ -23,12 +23,12 @@ import os
 import platform
 import resource
 import struct
+from dataclasses import dataclass
 
 libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 
 # -- Landlock (include/uapi/linux/landlock.h) -------------------------------------------------
-SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}  # same numbers on both
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
 
@@ -61,7 +61,10 @@ SOCKETS_ONLY = ACCESS_FS_READ_DIR | ACCESS_FS_MAKE_SOCK | ACCESS_FS_REMOVE_FILE
 
 
 def _landlock_numbers() -> tuple[int, int, int] | None:
-    return SYS_LANDLOCK.get(platform.machine())
+    table = syscall_table()
+    if table is None:
+        return None
+    return tuple(table.numbers[name] for name in ("landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"))
 
 
 def landlock_abi() -> int:
@@ -167,6 +170,68 @@ def rules_excluding(roots: list[str], rights: int, excluded: list[str]) -> list[
     return rules
 
 
+# -- system call numbers, per architecture ----------------------------------------------------------
+# From the kernel's own tables: x86-64's arch/x86/entry/syscalls/syscall_64.tbl (<asm/unistd_64.h>),
+# and for aarch64 the generic table, include/uapi/asm-generic/unistd.h. tests/test_architectures.py
+# checks every number against those headers and against libseccomp's resolver where they exist.
+# An architecture not listed here gets no boundary (pivot_root has no C library wrapper): the fence,
+# with the reason in grades.csv.
+@dataclass(frozen=True)
+class SyscallTable:
+    machine: str  # as os.uname().machine says it
+    audit_arch: int  # seccomp_data.arch of this ABI (AUDIT_ARCH_* of <linux/audit.h>)
+    numbers: dict  # name -> number
+    x32: bool = False  # x86-64: numbers with bit 30 set are the x32 ABI's
+
+
+# x86-64 system calls a student's kernel never needs and that widen what it can reach: other
+# processes' memory, new namespaces or mounts, the kernel's keyring, BPF and perf, io_uring
+# (which has its own path to sockets), file handles that bypass paths.
+DENIED_SYSCALLS = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
+                   "unshare", "setns", "add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd",
+                   "name_to_handle_at", "open_by_handle_at", "io_uring_setup", "io_uring_enter", "io_uring_register",
+                   "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon",
+                   "swapoff", "reboot", "acct", "quotactl", "fsopen", "fsmount", "move_mount", "open_tree",
+                   "pidfd_getfd", "fsconfig", "fspick", "mount_setattr")
+# Besides those: the calls the filter looks into or the boundary makes itself.
+USED_SYSCALLS = ("socket", "clone", "clone3", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")
+
+# Numbers that are the same on every architecture that uses the unified numbering (added since 5.1).
+_UNIFIED = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
+            "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435,
+            "pidfd_getfd": 438, "mount_setattr": 442, "landlock_create_ruleset": 444, "landlock_add_rule": 445,
+            "landlock_restrict_self": 446}
+SYSCALL_TABLES = {
+    "x86_64": SyscallTable("x86_64", 0xC000003E, {
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
+        "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308, "add_key": 248, "request_key": 249,
+        "keyctl": 250, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "name_to_handle_at": 303,
+        "open_by_handle_at": 304, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
+        "delete_module": 176, "swapon": 167, "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179,
+        "socket": 41, "clone": 56, **_UNIFIED}, x32=True),
+    "aarch64": SyscallTable("aarch64", 0xC00000B7, {
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
+        "pivot_root": 41, "chroot": 51, "unshare": 97, "setns": 268, "add_key": 217, "request_key": 218,
+        "keyctl": 219, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "name_to_handle_at": 264,
+        "open_by_handle_at": 265, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273,
+        "delete_module": 106, "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "quotactl": 60,
+        "socket": 198, "clone": 220, **_UNIFIED}),
+}
+SYSCALL_TABLES["arm64"] = SYSCALL_TABLES["aarch64"]  # the same machine, as some systems name it
+
+
+def syscall_table(machine: str | None = None) -> SyscallTable | None:
+    """The table of the running architecture (or ``machine``); None where there is none."""
+    return SYSCALL_TABLES.get(machine or platform.machine())
+
+
+def syscall_number(name: str, machine: str | None = None) -> int:
+    table = syscall_table(machine)
+    if table is None:
+        raise OSError(errno.ENOSYS, f"no system call table for {machine or platform.machine()}")
+    return table.numbers[name]
+
+
 # -- prctl, seccomp ---------------------------------------------------------------------------
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -175,79 +240,67 @@ PR_SET_NO_NEW_PRIVS = 38
 SECCOMP_MODE_FILTER = 2
 SECCOMP_RET_ALLOW = 0x7FFF0000
 SECCOMP_RET_ERRNO = 0x00050000
-AUDIT_ARCH_X86_64 = 0xC000003E
 AF_UNIX = 1
-
-# x86-64 system calls a student's kernel never needs and that widen what it can reach: other
-# processes' memory, new namespaces or mounts, the kernel's keyring, BPF and perf, io_uring
-# (which has its own path to sockets), file handles that bypass paths.
-DENIED_SYSCALLS_X86_64 = {
-    "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
-    "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308, "add_key": 248, "request_key": 249,
-    "keyctl": 250, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "name_to_handle_at": 303,
-    "open_by_handle_at": 304, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-    "kexec_load": 246, "init_module": 175, "finit_module": 313, "delete_module": 176, "swapon": 167,
-    "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179, "fsopen": 430, "fsmount": 432,
-    "move_mount": 429, "open_tree": 428, "pidfd_getfd": 438, "fsconfig": 431, "fspick": 433, "mount_setattr": 442,
-}
-SYS_SOCKET_X86_64 = 41
-SYS_CLONE_X86_64 = 56
-# clone3 passes its flags in memory, where a seccomp filter cannot look: it fails with ENOSYS, and
-# the C library then falls back to clone (as under Docker's default profile), whose flags are seen.
-SYS_CLONE3_X86_64 = 435
 
 
 def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def seccomp_program(denied: dict[str, int] = DENIED_SYSCALLS_X86_64) -> bytes:
-    """A classic-BPF seccomp program for x86-64: ``socket()`` of any family but ``AF_UNIX`` fails
-    with ``EAFNOSUPPORT``, ``clone()`` with a new-namespace flag and the ``denied`` calls fail with
-    ``EPERM``, ``clone3()`` and calls of another ABI (i386 ``int 0x80``, x32) fail with ``ENOSYS``,
-    everything else is allowed."""
+def seccomp_program(machine: str | None = None) -> bytes:
+    """A classic-BPF seccomp program for the running architecture (or ``machine``): ``socket()`` of
+    any family but ``AF_UNIX`` fails with ``EAFNOSUPPORT``, ``clone()`` with a new-namespace flag
+    and the :data:`DENIED_SYSCALLS` fail with ``EPERM``, ``clone3()`` and calls of another ABI
+    (i386 ``int 0x80`` and x32 on x86-64, AArch32 on aarch64) fail with ``ENOSYS``, everything else
+    is allowed. Raises OSError (ENOSYS) for an architecture without a table."""
+    table = syscall_table(machine)
+    if table is None:
+        raise OSError(errno.ENOSYS, f"no seccomp filter for {machine or platform.machine()}")
+    number = table.numbers
     ld_w_abs, jeq_k, jge_k, jset_k, ret_k = 0x20, 0x15, 0x35, 0x45, 0x06
-    numbers = sorted(set(denied.values()))
+    numbers = sorted({number[name] for name in DENIED_SYSCALLS})
     program = [
         _bpf(ld_w_abs, 0, 0, 4),  # seccomp_data.arch
-        _bpf(jeq_k, 1, 0, AUDIT_ARCH_X86_64),
+        _bpf(jeq_k, 1, 0, table.audit_arch),
         _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
         _bpf(ld_w_abs, 0, 0, 0),  # seccomp_data.nr
-        _bpf(jge_k, 0, 1, 0x40000000),  # x32 system calls
-        _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
     ]
+    if table.x32:
+        program += [
+            _bpf(jge_k, 0, 1, 0x40000000),  # x32 system calls
+            _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
+        ]
     # socket: look at the family (args[0], low 32 bits).
+    check_index = len(program) + 2
     program += [
-        _bpf(jeq_k, 0, 3, SYS_SOCKET_X86_64),
+        _bpf(jeq_k, 0, 3, number["socket"]),
         _bpf(ld_w_abs, 0, 0, 16),
-        _bpf(jeq_k, len(numbers) + 2, 0, AF_UNIX),  # -> allow (the last instruction)
+        _bpf(jeq_k, 0, 0, AF_UNIX),  # -> allow (the last but one instruction): fixed below
         _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EAFNOSUPPORT),
     ]
-    # clone: look at the flags (args[0], low 32 bits); clone3: ENOSYS. Both blocks end in a return.
+    # clone: look at the flags (args[0], low 32 bits, on both architectures); clone3: ENOSYS.
+    # Both blocks end in a return.
     program += [
-        _bpf(jeq_k, 0, 4, SYS_CLONE_X86_64),
+        _bpf(jeq_k, 0, 4, number["clone"]),
         _bpf(ld_w_abs, 0, 0, 16),
         _bpf(jset_k, 0, 1, CLONE_NAMESPACE_FLAGS),
         _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM),
         _bpf(ret_k, 0, 0, SECCOMP_RET_ALLOW),
-        _bpf(jeq_k, 0, 1, SYS_CLONE3_X86_64),
+        _bpf(jeq_k, 0, 1, number["clone3"]),
         _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.ENOSYS),
     ]
-    for index, number in enumerate(numbers):
+    for index, denied in enumerate(numbers):
         remaining = len(numbers) - index - 1
-        program.append(_bpf(jeq_k, remaining + 1, 0, number))  # -> the EPERM return below
+        program.append(_bpf(jeq_k, remaining + 1, 0, denied))  # -> the EPERM return below
     program += [_bpf(ret_k, 0, 0, SECCOMP_RET_ALLOW), _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM)]
-    # The socket family check jumps to "allow": fix its offset now that the program is known.
     allow_index = len(program) - 2
-    check_index = 8
     program[check_index] = _bpf(jeq_k, allow_index - check_index - 1, 0, AF_UNIX)
     return b"".join(program)
 
 
 def install_seccomp_filter() -> None:
-    """Install :func:`seccomp_program` on this process (inherited by its children). x86-64 only."""
-    if platform.machine() != "x86_64":
-        raise OSError(errno.ENOSYS, f"no seccomp filter for {platform.machine()}")
+    """Install :func:`seccomp_program` on this process (inherited by its children). Raises OSError
+    where the architecture has no table or the kernel refuses (no seccomp)."""
     program = seccomp_program()
     filters = ctypes.create_string_buffer(program, len(program))
 
@@ -320,7 +373,6 @@ def mount_private_tmpfs(path: str, size_bytes: int, uid: int | None, gid: int | 
 
 
 MS_RDONLY, MS_REMOUNT, MNT_DETACH = 1, 32, 2
-SYS_PIVOT_ROOT_X86_64 = 155
 # statvfs flags that a read-only remount of a bind mount must keep (the kernel refuses to clear
 # flags locked by a more privileged namespace); they have the same values as the MS_ flags.
 KEPT_MOUNT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | 1024 | 2048 | 4096
@@ -376,7 +428,7 @@ def build_root(new_root: str, read_only: list[str], read_write: list[str], devic
 
 def pivot_into(new_root: str) -> None:
     """Make ``new_root`` this mount namespace's root and let go of the old one entirely."""
-    _check(libc.syscall(SYS_PIVOT_ROOT_X86_64, os.fsencode(new_root), os.fsencode(new_root + "/.old-root")), "pivot_root")
+    _check(libc.syscall(syscall_number("pivot_root"), os.fsencode(new_root), os.fsencode(new_root + "/.old-root")), "pivot_root")
     os.chdir("/")
     _check(libc.umount2(b"/.old-root", MNT_DETACH), "umount old root")
     mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -431,6 +483,25 @@ def create_kernel_cgroups(name: str, memory_bytes: int, processes: int) -> list[
     except (OSError, KeyError):
         remove_cgroups(made)
         return []
+
+
+def kernel_cgroup_folders(prefix: str = "bpe-") -> list[str]:
+    """The cgroups named ``prefix...`` beside the ones :func:`create_kernel_cgroups` makes here (for
+    a sweep of those whose owner is gone)."""
+    try:
+        own = _own_cgroups()
+    except OSError:
+        return []
+    bases = [CGROUP_ROOT + own[""]] if "" in own else []
+    bases += [os.path.join(CGROUP_ROOT, controller + own[controller]) for controller in ("memory", "pids", "cpu")
+              if controller in own]
+    found = []
+    for base in bases:
+        try:
+            found += [entry.path for entry in os.scandir(base) if entry.name.startswith(prefix) and entry.is_dir()]
+        except OSError:
+            continue
+    return found
 
 
 def _write(folder: str, setting: str, value: int | str, required: bool = True) -> None:

@@ -17,10 +17,11 @@ import platform
 import queue
 import select
 import signal
+import stat
 import shutil
 import subprocess
 import sys
-import tempfile
+import sysconfig
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from jupyter_client import KernelManager
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.provisioning import LocalProvisioner
 
-from autograder import codec, isolation
+from autograder import codec, isolation, shapes, tempdirs
 from autograder.course import current
 
 LAUNCHER = Path(__file__).with_name("sandbox_launcher.py")
@@ -92,44 +93,86 @@ def copy_launcher(folder: Path) -> Path:
 def isolation_status() -> str:
     """What isolation a kernel started by this process gets, in words for grades.csv.
 
-    ``"landlock-abi7+seccomp+netns+pidns+uid"`` when the boundary can be built here (probed once
-    per process by starting the launcher in probe mode, which builds the boundary and exits);
-    ``"fence (...why...)"`` otherwise. ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
+    Probed once per process by starting a real kernel (not through the zygote) and asking it, before
+    any student code runs in it, what its launcher applied: ``"landlock-abi7+seccomp+netns+pidns+uid+cgroup"``
+    when the boundary holds here (a piece that could not be had is named: ``"landlock-abi7+netns+pidns+uid
+    (no seccomp: ...)"``); else ``"fence (...why...)"``, or ``"fence+uid (...)"`` when the grader is
+    root and the fence's kernel runs under a uid of its own. A kernel that dies at start says why
+    (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
     """
     if os.environ.get("AUTOGRADER_ISOLATION") == "fence":
-        return "fence (AUTOGRADER_ISOLATION=fence)"
+        return _fence("AUTOGRADER_ISOLATION=fence")
     if not sys.platform.startswith("linux"):
-        return f"fence (no Landlock on {sys.platform})"
+        return _fence(f"no Landlock on {sys.platform}")
     abi = isolation.landlock_abi()
     if abi < 1:
-        return "fence (this Linux kernel has no Landlock)"
-    with tempfile.TemporaryDirectory(prefix="bpe-probe-") as folder:
-        folder = Path(folder)
-        launcher = copy_launcher(folder)
-        for name in ("work", "sockets", "root"):
-            (folder / name).mkdir()
-        (folder / "connection.json").write_text("{}")
-        uid = _kernel_uid() if os.geteuid() == 0 else None
-        folder.chmod(0o711)
-        if uid is not None:
-            for path in (folder / "work", folder / "sockets", folder / "connection.json"):
-                os.chown(path, uid, uid)
-        settings = {"mode": "boundary", "probe": True, "memory_bytes": 1024**3, "denied": [], "allowed": [],
-                    "uid": uid, "gid": uid, "workdir": str(folder / "work"), "sockets_dir": str(folder / "sockets"),
-                    "connection_file": str(folder / "connection.json"), "disk_bytes": 1 << 20, "links": {},
-                    "root_dir": str(folder / "root"),
-                    "read_only": [str(p) for p in _python_and_system_folders()], "rlimits": Limits().rlimits()}
-        env = {"PATH": os.environ.get("PATH", ""), "AUTOGRADER_SANDBOX": json.dumps(settings)}
-        probe = subprocess.run([sys.executable, str(launcher)], env=env, capture_output=True,
-                               text=True, timeout=60)
-    if probe.returncode != 0:
-        why = (probe.stderr.strip().splitlines() or [f"exit {probe.returncode}"])[-1]
-        return f"fence (the boundary could not be built: {why})"
+        if isolation.syscall_table() is None:
+            return _fence(f"no system call table for {platform.machine()}")
+        return _fence("this Linux kernel has no Landlock")
+    try:
+        applied = _probe(f"landlock-abi{abi}")
+    except Exception as failed:  # KernelDied, CallTimeout, OSError, zmq's errors (a socket path too long)...
+        return _fence(f"the boundary could not be built: {_one_line(f'{type(failed).__name__}: {failed}')}")
+    if not applied.startswith("landlock"):
+        return _fence(f"the boundary could not be built: the probe kernel said {applied!r}")
     cgroups = isolation.create_kernel_cgroups(f"bpe-probe-{os.getpid()}", 1 << 30, 64)
     isolation.remove_cgroups(cgroups)
-    parts = [f"landlock-abi{abi}", "seccomp" if platform.machine() == "x86_64" else "", "netns", "pidns",
-             "uid" if uid is not None else "userns", "cgroup" if cgroups else ""]
-    return "+".join(part for part in parts if part)
+    pieces, _, missing = applied.partition(" ")
+    return pieces + ("+cgroup" if cgroups else "") + (f" {missing}" if missing else "")
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    return " ".join(text.split())[-limit:]
+
+
+def _fence(why: str) -> str:
+    """The fence, and whether its kernel runs under a uid of its own (root only, and only where that
+    uid can run this Python: a probe kernel says)."""
+    if os.geteuid() != 0:
+        return f"fence ({why})"
+    closed = _closed_to_others([Path(sys.executable).resolve(), Path(sysconfig.get_paths()["stdlib"]), *import_folders()])
+    if closed:
+        return f"fence ({why}; no uid of its own: {closed} is closed to other users)"
+    try:
+        applied = _probe("fence+uid")
+    except Exception as failed:
+        return f"fence ({why}; no uid of its own: {_one_line(str(failed), 200)})"
+    return f"{applied} ({why})" if applied == "fence+uid" else f"fence ({why})"
+
+
+def _closed_to_others(paths: list[Path]) -> Path | None:
+    """The first of ``paths`` (or a folder above one) that a user other than its owner cannot
+    read or pass through: then a kernel under a uid of its own could not run this Python."""
+    for path in paths:
+        for folder in reversed(path.parents):
+            if folder.exists() and not folder.stat().st_mode & stat.S_IXOTH:
+                return folder
+        needed = stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0)
+        if path.exists() and path.stat().st_mode & needed != needed:
+            return path
+    return None
+
+
+def _probe(status: str) -> str:
+    """Start a real kernel as ``status`` says (never through the zygote) and ask it what it got."""
+    with tempdirs.folder("probe") as folder:
+        folder.chmod(0o711)
+        session = KernelSession(folder / "work", Limits(cell_seconds=60, call_seconds=60, notebook_seconds=90),
+                                status=status, use_zygote=False)
+        with session:
+            return session._evaluate(f"__import__('os').environ.get({APPLIED!r}, '')", timeout=60)
+
+
+APPLIED = "AUTOGRADER_ISOLATION_APPLIED"  # set by sandbox_launcher in the kernel: what it applied
+
+
+def boundary_mode(status: str) -> bool:
+    return status.startswith("landlock")
+
+
+def own_uid(status: str) -> bool:
+    """Does a kernel of this isolation status run under a uid of its own?"""
+    return os.geteuid() == 0 and (boundary_mode(status) or status.startswith("fence+uid"))
 
 
 _uid_counter = itertools.count()
@@ -141,10 +184,83 @@ def _kernel_uid() -> int:
 
 
 def _python_and_system_folders() -> list[Path]:
-    """What a kernel may read and run: the Python installation, the environment, system libraries."""
+    """What a kernel may read and run: the Python installation, the environment, system libraries,
+    and every other folder this interpreter imports from (:func:`import_folders`)."""
     folders = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.executable).resolve().parent.parent}
     folders |= {Path(p) for p in ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt/conda")}
+    folders |= set(import_folders())
     return sorted(folder for folder in folders if folder.exists())
+
+
+def import_folders() -> list[Path]:
+    return list(_import_folders(os.environ.get("PYTHONPATH", ""), current().spec))
+
+
+@functools.lru_cache(maxsize=8)
+def _import_folders(python_path: str, course_spec: str) -> tuple[Path, ...]:
+    """The folders a kernel needs, besides the Python installation, to import what this interpreter
+    imports: ``PYTHONPATH`` (``pip install --target``), the site folders and the user site (``pip
+    install --user``), and the folders their ``.pth`` files add. Never the folder of the script or
+    the current folder (``sys.path[0]``: a course checkout, the instructor's working folder), nor a
+    folder inside or above the course's files or another private folder (a checkout, its parent
+    folder, its tests), unless it is a site folder (``site-packages``: a virtual environment inside
+    a checkout, or one the kit is installed in, whose private packages are left out one by one:
+    ``isolation.rules_excluding``)."""
+    import site
+
+    sites = list(site.getsitepackages()) + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    candidates = [entry for entry in python_path.split(os.pathsep) if entry] + sites
+    for folder in sites:
+        candidates += _pth_folders(Path(folder))
+    private = [folder.resolve() for folder in (*current().private_folders(), PACKAGE_DIR)]
+    found: list[Path] = []
+    for entry in candidates:
+        if not os.path.isabs(entry) or not os.path.exists(entry):
+            continue
+        folder = Path(entry).resolve()
+        # A site folder is an installation (a virtual environment may well live inside a checkout);
+        # any other folder near the course's files may be a copy of them.
+        site_folder = folder.name in ("site-packages", "dist-packages")
+        near_private = any(folder.is_relative_to(p) or p.is_relative_to(folder) for p in private)
+        if near_private and not (site_folder and folder not in private):
+            continue
+        found.append(folder)
+    return tuple(dict.fromkeys(found))
+
+
+def _pth_folders(site_folder: Path) -> list[str]:
+    """The folders the ``.pth`` files of a site folder add to ``sys.path`` (as ``site`` reads them)."""
+    folders = []
+    try:
+        files = sorted(site_folder.glob("*.pth"))
+    except OSError:
+        return folders
+    for pth in files:
+        try:
+            lines = pth.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        folders += [str(site_folder / line.rstrip()) for line in lines
+                    if line.strip() and not line.startswith(("#", "import ", "import\t"))]
+    return folders
+
+
+def python_environment() -> dict[str, str]:
+    """What a kernel's (and the zygote's) interpreter needs in its environment to import what this one
+    does: ``PYTHONPATH`` (its entries a kernel may read) and ``PYTHONUSERBASE`` (the user site, whose
+    ``.pth`` files the kernel's own ``site`` then reads: its ``HOME`` is its work folder)."""
+    import site
+
+    env = {}
+    allowed = set(import_folders())
+    entries = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+               if entry and os.path.isabs(entry) and Path(entry).exists() and Path(entry).resolve() in allowed]
+    if entries:
+        env["PYTHONPATH"] = os.pathsep.join(entries)
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user_site and os.path.isdir(user_site) and Path(user_site).resolve() in allowed:
+        env["PYTHONUSERBASE"] = site.getuserbase()
+    return env
 
 
 class ForkedProcess:
@@ -196,17 +312,44 @@ class Zygote:
     def __init__(self):
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
+        self._folder: Path | None = None
 
     def _start(self) -> None:
-        folder = Path(tempfile.mkdtemp(prefix="bpe-zygote-"))
+        self._stop()
+        folder = self._folder = tempdirs.make("zygote")
         launcher = copy_launcher(folder)
         env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TZ") if key in os.environ}
         env.update(HOME=str(folder), MPLBACKEND="Agg", MPLCONFIGDIR=str(folder / "matplotlib"), PYTHONHASHSEED="0",
                    OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+        env.update(python_environment())  # the zygote imports ipykernel where this interpreter finds it
         with open(folder / "zygote.log", "ab") as log:
             self._process = subprocess.Popen([sys.executable, str(launcher), "--zygote"],
                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
                                              cwd=folder, start_new_session=True)
+        # Ended, and its folder removed, when this process ends: at exit, and at the end of a
+        # multiprocessing worker (which runs its finalizers, not atexit).
+        import multiprocessing.util
+
+        multiprocessing.util.Finalize(self, Zygote.close, args=(self,), exitpriority=10)
+
+    def _stop(self) -> None:
+        """End the zygote (the kernels it forked die with it) and remove its folder."""
+        process, folder, self._process, self._folder = self._process, self._folder, None, None
+        if process is not None:
+            with contextlib.suppress(Exception):
+                process.stdin.close()
+            try:
+                process.wait(2)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(5)
+        if folder is not None:
+            tempdirs.remove(folder)
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
 
     def spawn(self, argv: list[str], env: dict, cwd: str, log: str, preload: list[str]) -> ForkedProcess | None:
         """A new kernel launcher process; None when the zygote cannot fork safely any more."""
@@ -227,7 +370,7 @@ class Zygote:
                 except (BrokenPipeError, ValueError, OSError):
                     pass
                 self._process.kill()
-                self._process = None
+                self._stop()
         raise KernelDied("the kernel zygote could not start a kernel")
 
 
@@ -327,6 +470,10 @@ class StudentRaised(Exception):
     """The student's function raised an exception that is not a built-in class."""
 
 
+# The clocks (``KernelSession._started_at``, one per file: grade.py gives every kernel of a file its
+# own) of files whose hidden inputs have reached a kernel: a kernel of theirs that dies at start no
+# longer has its last words shown.
+_HIDDEN_INPUT_SENT: set[float] = set()
 OWN_EXCEPTION = "an exception of a class of its own"  # how a hidden test's feedback names such a class
 TIME_USED_UP = "could not run: the notebook's time limit was used up"
 KERNEL_START_SECONDS = 60  # the longest wait for a kernel's first answer, time left permitting
@@ -339,6 +486,8 @@ class KernelSession:
     data_dir: Path | None = None
     denied: tuple[Path, ...] = ()
     preload: tuple[str, ...] = ()  # modules the released notebook imports (see Zygote)
+    status: str | None = None  # the isolation to give the kernel (default: isolation_status(); the probe names its own)
+    use_zygote: bool = True  # False: start the kernel the usual way (the probe: no zygote in a process that forks workers)
 
     def __post_init__(self):
         self._replay: list[tuple[str, float]] = []
@@ -351,12 +500,12 @@ class KernelSession:
     def __enter__(self) -> "KernelSession":
         if self.seconds_left <= 0:  # no kernel started only to be told so
             raise CallTimeout(TIME_USED_UP)
-        self.isolation = isolation_status()
-        if self.limits.require_isolation and not self.isolation.startswith("landlock"):
+        self.isolation = self.status or isolation_status()
+        if self.limits.require_isolation and not boundary_mode(self.isolation):
             raise IsolationUnavailable(f"kernel isolation was required but is not available here: {self.isolation}")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._private = Path(tempfile.mkdtemp(prefix="bpe-kernel-"))
-        self._uid = _kernel_uid() if self.isolation.startswith("landlock") and os.geteuid() == 0 else None
+        self._private = tempdirs.make("kernel")
+        self._uid = _kernel_uid() if own_uid(self.isolation) else None
         # The kernel's uid passes through (never lists) the folders above its own.
         for folder in (self._private, self.workdir.parent):
             folder.chmod(0o711)
@@ -376,7 +525,7 @@ class KernelSession:
             "argv": [sys.executable, str(launcher), "-f", "{connection_file}", "--HistoryManager.enabled=False"],
             "display_name": "grading sandbox", "language": "python"}))
         self._specs = KernelSpecManager(kernel_dirs=[str(self._private / "kernels")])
-        if not self.isolation.startswith("landlock"):
+        if not boundary_mode(self.isolation):
             self._link_course_data()  # in boundary mode the launcher links it inside its own tmpfs
         try:
             self._start()
@@ -420,16 +569,17 @@ class KernelSession:
         if self.data_dir:
             env[course.data_variable] = str(self.data_dir)
         course_data = course.data
-        allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), course_data]
+        allowed = [self.workdir, self._private, Path(sys.prefix), Path(sys.base_prefix), course_data, *import_folders()]
         if self.data_dir:
             allowed.append(self.data_dir)
-        settings = {"mode": "boundary" if self.isolation.startswith("landlock") else "fence",
+        env.update(python_environment())
+        settings = {"mode": "boundary" if boundary_mode(self.isolation) else "fence",
                     "memory_bytes": self.limits.memory_bytes,
                     "denied": [str(p) for p in (*course.private_folders(), PACKAGE_DIR, *self.denied)],
-                    "allowed": [str(p) for p in allowed]}
+                    "allowed": [str(p) for p in allowed], "uid": self._uid, "gid": self._uid}
         if settings["mode"] == "boundary":
             settings.update(
-                uid=self._uid, gid=self._uid, workdir=str(self.workdir), sockets_dir=str(self._sockets),
+                workdir=str(self.workdir), sockets_dir=str(self._sockets),
                 connection_file=self.km.connection_file, disk_bytes=self.limits.disk_bytes,
                 root_dir=str(self._private / "root"), cgroups=self._cgroups,
                 links={"data": str(course_data)},
@@ -451,7 +601,7 @@ class KernelSession:
         self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=self._specs, transport="ipc",
                                 ip=str(self._sockets / f"k{self.restarts}"),
                                 connection_file=str(self._private / f"kernel-{self.restarts}.json"))
-        if zygote_enabled():
+        if zygote_enabled() and self.use_zygote:
             self.km.kernel_id = f"bpe-{self._private.name}-{self.restarts}"
             self.km.provisioner = ZygoteProvisioner(kernel_id=self.km.kernel_id, kernel_spec=self.km.kernel_spec,
                                                     parent=self.km)
@@ -476,9 +626,25 @@ class KernelSession:
         except RuntimeError as error:  # the kernel died while starting, or did not answer in time
             if self.seconds_left <= 0:
                 raise CallTimeout(TIME_USED_UP) from None
-            log_text = log_path.read_text(errors="replace")[-400:]
-            raise KernelDied(f"the kernel did not start: {error}; {log_text.strip()}") from None
+            raise KernelDied(f"the kernel did not start: {error}{self._last_words(log_path)}") from None
         self._install_codec()
+
+    def _last_words(self, log_path: Path) -> str:
+        """The last lines a kernel that died at start wrote (say, an ImportError), for the row; only
+        while no hidden input has reached a kernel of this file (a restarted kernel's start-up
+        code could print one that the notebook saved), and only for the first start."""
+        if self.restarts or self._started_at in _HIDDEN_INPUT_SENT:
+            return ""
+        try:
+            lines = [line.strip() for line in log_path.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            return ""
+        if not lines:
+            return ""
+        shown = lambda text: "".join(c if c.isprintable() else "?" for c in text)  # noqa: E731
+        before = " | ".join(lines[-6:-1])
+        return (f"; the kernel's last words: {shown(lines[-1])[:300]}"
+                + (f" (before that: {shown(before)[-300:]})" if before else ""))
 
     def _install_codec(self) -> None:
         code = (f"import sys as _s, types as _t\n_m = _t.ModuleType({CODEC_MODULE!r})\n"
@@ -682,20 +848,25 @@ class KernelSession:
         message; any other as :class:`StudentRaised`.
         """
         self.sent_arguments.append([list(args), kwargs])
+        _HIDDEN_INPUT_SENT.add(self._started_at)
         payload = codec.pack((list(args), kwargs))
         outcome = json.loads(self._evaluate(self._codec("call_in_namespace", name, payload),
                                             timeout=self.limits.call_seconds))
         return self._result(name, outcome)
 
-    def call_each(self, name: str, argument_lists: list, within: float | None = None, keywords: dict | None = None) -> "CallResults":
+    def call_each(self, name: str, argument_lists: list, within: float | None = None, keywords: dict | None = None,
+                  with_arguments: bool = False) -> "CallResults":
         """``name(*args, **keywords)`` for each of ``argument_lists``, in one round trip, as a loop
         would call them: each call has its own time limit (``call_seconds``, kept in the kernel), the
         batch stops at the first call that raised, and the results are read lazily, so that the error
         (or time-out) of call k is raised where a loop reaches case k, after the checks of the
-        cases before it. ``within`` caps the whole batch (the part's time left)."""
+        cases before it. ``within`` caps the whole batch (the part's time left). With
+        ``with_arguments``, each result is ``(value, the arguments as the call left them)``: a hidden
+        test can see whether a function changed its input."""
         argument_lists = [list(args) for args in argument_lists]
         keywords = dict(keywords or {})
         self.sent_arguments.extend(argument_lists)
+        _HIDDEN_INPUT_SENT.add(self._started_at)
         if keywords:
             self.sent_arguments.append([[], keywords])
         payload = codec.pack(([codec.pack(args) for args in argument_lists], codec.pack(keywords)))
@@ -703,22 +874,36 @@ class KernelSession:
         timeout = seconds * max(1, len(argument_lists)) + self.limits.interrupt_grace_seconds
         if within is not None:
             timeout = min(timeout, max(within, 0.001))
-        outcomes = json.loads(self._evaluate(self._codec("call_each_in_namespace", name, payload, seconds),
-                                             timeout=timeout))
+        call = (self._codec("call_each_in_namespace", name, payload, seconds, True) if with_arguments
+                else self._codec("call_each_in_namespace", name, payload, seconds))
+        outcomes = json.loads(self._evaluate(call, timeout=timeout))
         return CallResults(self, name, outcomes, len(argument_lists))
 
-    @staticmethod
-    def _result(name: str, outcome: list):
+    @property
+    def shapes(self) -> dict:
+        """Function name -> the shape of what it returned (types only; see ``shapes.py``)."""
+        return self.__dict__.setdefault("_shapes", {})
+
+    def _result(self, name: str, outcome: list):
         if outcome[0] == "returned":
-            return codec.decode(outcome[1])
+            value = codec.decode(outcome[1])
+            self.shapes[name] = shapes.merged(self.shapes.get(name), shapes.shape_of(value))
+            if len(outcome) > 2:  # called with its arguments back (``call_each(..., with_arguments=True)``)
+                return value, codec.decode(outcome[2])
+            return value
         _, class_name, builtin, message = outcome
         import builtins
 
         kind = getattr(builtins, str(class_name), None) if builtin else None
         if isinstance(kind, type) and issubclass(kind, Exception):
-            error = kind(message)
+            try:
+                error = kind(message)  # the hidden test may read the message; the feedback never shows it
+            except Exception:  # a built-in class that takes more than a message (UnicodeDecodeError): still named
+                error = StudentRaised(f"{class_name}: {message}")
         else:  # a class the student made: its name is theirs to choose, like a message, so it is not repeated
-            class_name = OWN_EXCEPTION
-            error = StudentRaised(f"{class_name}: {message}")
-        error.autograder_student = f"{name} raised {class_name}: {message}"
+            kind = None
+            error = StudentRaised(f"{OWN_EXCEPTION}: {message}")
+        # What the feedback may say of it, in the grader's words only: the function called and the
+        # class if it is a built-in one (see check.py).
+        error.autograder_student = (name, kind.__name__ if kind is not None else OWN_EXCEPTION)
         raise error

@@ -6,7 +6,6 @@ messages and of the notebook's own visible check; never hidden-test source, inpu
 from __future__ import annotations
 
 import csv
-import html
 import re
 from collections import Counter
 from pathlib import Path
@@ -14,7 +13,8 @@ from pathlib import Path
 from jinja2 import Environment
 
 from autograder.labs import all_labs
-from autograder.result import GRADED, GradeResult
+from autograder.names import escaped, file_name, terminal
+from autograder.result import GRADED, MISSING, GradeResult
 
 # matplotlib is imported by class_report only, and pandas nowhere: together they take longer to
 # import (1.2 CPU-s) than this module takes to write every report of a small class. A batch
@@ -24,11 +24,21 @@ BASE_COLUMNS = ["student_id", "lab", "file", "status", "score", "max_score"]
 
 
 def _csv_safe(value):
-    """Text a spreadsheet shows as text: no formula (=, +, -, @ first), no unencodable characters."""
+    """Text a spreadsheet shows as text: no formula (=, +, -, @ first); control characters and bytes
+    that are not UTF-8 escaped (names.py), line breaks and tabs kept."""
     if not isinstance(value, str):
         return value
-    value = value.encode("utf-8", "replace").decode("utf-8")
+    value = escaped(value, keep="\n\t")
     return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def _points(value) -> str | None:
+    """A score written one way whatever the result holds (an int or a float): ``0``, ``11``, ``2.5``
+    (never ``0`` in one row and ``11.0`` in the next)."""
+    if value is None:
+        return None
+    value = round(float(value), 6)
+    return str(int(value)) if value.is_integer() else repr(value)
 
 
 def part_columns() -> list[str]:
@@ -36,7 +46,7 @@ def part_columns() -> list[str]:
 
 
 def grades_columns() -> list[str]:
-    return BASE_COLUMNS + part_columns() + ["integrity", "error", "isolation", "identity", "seconds"]
+    return BASE_COLUMNS + part_columns() + ["integrity", "error", "isolation", "identity", "adjusted", "seconds"]
 
 
 def _sort_key(row: dict) -> tuple:
@@ -49,13 +59,14 @@ def grades_rows(results: list[GradeResult]) -> list[dict]:
     rows = []
     for result in results:
         row = {"student_id": result.student_id, "lab": result.lab, "file": result.file, "status": result.status,
-               "score": result.score, "max_score": result.max_score}
+               "score": _points(result.score), "max_score": _points(result.max_score)}
         for part_id, part in result.parts.items():
-            row[part_id] = part.score
+            row[part_id] = _points(part.score)
         row["integrity"] = "; ".join(f"{e.event} {e.cell}" for e in result.integrity)
         row["error"] = result.message
         row["isolation"] = result.isolation or "unknown"
         row["identity"] = result.identity
+        row["adjusted"] = adjusted_text(result)
         row["seconds"] = result.seconds
         rows.append({key: _csv_safe(value) for key, value in row.items()})
     return sorted(rows, key=_sort_key)
@@ -75,27 +86,38 @@ def grades_text(results: list[GradeResult]) -> str:
     """The grades as plain-text tables, one per lab, with that lab's columns only (for the terminal).
 
     A column is left out when no row of the lab has a value in it; ``file`` and ``integrity``
-    are long and left to grades.csv.
+    are long and left to grades.csv, and ``isolation``, the same for most rows, is said once
+    under the table. Every cell is the text of grades.csv, escaped for the terminal (names.py).
     """
     by_lab: dict[str, list[dict]] = {}
     for row in grades_rows(results):
         by_lab.setdefault(row["lab"] or "(no lab)", []).append(row)
     blocks = []
     for lab_id, rows in by_lab.items():
-        columns = [column for column in grades_columns() if column not in ("lab", "file", "integrity")
+        columns = [column for column in grades_columns() if column not in ("lab", "file", "integrity", "isolation")
                    and any(row.get(column) not in (None, "") for row in rows)]
         cells = [[_cell(row.get(column)) for column in columns] for row in rows]
         widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)]
         lines = [" ".join(column.rjust(width) for column, width in zip(columns, widths))]
         lines += [" ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in cells]
-        blocks.append(f"{lab_id}\n" + "\n".join(lines))
+        isolation = Counter(row["isolation"] for row in rows if row["status"] == GRADED)
+        if isolation:
+            lines.append("isolation: " + "; ".join(f"{terminal(kind)} ({plural(n, 'file')})" for kind, n in isolation.most_common()))
+        blocks.append(f"{terminal(lab_id)}\n" + "\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 file``, ``2 files``; ``1 entry``, ``3 entries``."""
+    if count == 1:
+        return f"1 {noun}"
+    return f"{count} {noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{count} {noun}s"
 
 
 def _cell(value) -> str:
     if value is None or value == "":
         return ""
-    return f"{value:g}" if isinstance(value, float) else " ".join(str(value).split())[:80]
+    return f"{value:g}" if isinstance(value, float) else terminal(value)[:80]
 
 
 FEEDBACK = Environment(autoescape=True).from_string("""<!doctype html>
@@ -112,6 +134,9 @@ td,th{padding:.35rem .6rem;border-bottom:1px solid #ddd;vertical-align:top;text-
 <td class="{{ 'ok' if p.passed else 'no' }}">{{ '✅' if p.passed else '❌' }} {{ fmt(p.score) }} / {{ fmt(p.max_score) }}</td>
 <td>{{ p.message }}{% if p.visible_check %}<br>Your notebook's own check on the example said:<pre>{{ p.visible_check }}</pre>{% endif %}</td></tr>
 {% endfor %}</table>
+{% if r.adjustments %}<h2>From your grader</h2><ul>{% for a in r.adjustments %}<li>{{ a.cell }}:
+{% if a.score is not none %}points set to {{ fmt(a.score) }} (the autograder gave {{ fmt(a.auto_score) }}){% endif %}
+{% if a.comment %}<pre>{{ a.comment }}</pre>{% endif %}</li>{% endfor %}</ul>{% endif %}
 {% if problems %}<h2>Cells that did not run</h2><ul>{% for c in problems %}<li>{{ c.cell }} ({{ c.kind }}): {{ c.status }} — {{ c.error }}</li>{% endfor %}</ul>{% endif %}
 {% endif %}
 {% if r.integrity %}<h2>Changes to the notebook's structure</h2><ul>{% for e in r.integrity %}<li>{{ e.event }} · {{ e.cell }}: {{ e.detail }}</li>{% endfor %}</ul>{% endif %}
@@ -123,6 +148,12 @@ def _fmt(value) -> str:
     return "" if value is None else f"{value:g}"
 
 
+def adjusted_text(result: GradeResult) -> str:
+    """What a person changed by hand in the gradebook (formgrader): ``merge 0→2; comment on merge_answer``."""
+    return "; ".join(f"{a.cell} {_fmt(a.auto_score) or '-'}→{_fmt(a.score)}" if a.score is not None
+                     else f"comment on {a.cell}" for a in result.adjustments)
+
+
 def feedback_html(result: GradeResult) -> str:
     labs = all_labs()
     title = f"Feedback: {labs[result.lab].title}" if result.lab in labs else "Feedback"
@@ -131,9 +162,9 @@ def feedback_html(result: GradeResult) -> str:
 
 
 def _path_safe(text: str) -> str:
-    """A file name made from a student id or file name: no separators, no leading dot, no '..'."""
-    safe = re.sub(r"[^\w@+=,. -]", "_", str(text)).strip(" .") or "_"
-    return safe[:120]
+    """A file name made from a student id or file name: no separators, no leading dot, no '..', at most
+    120 bytes; a name that had to be changed carries a hash of the original, so two never meet."""
+    return file_name(str(text))
 
 
 def feedback_path(out_dir: Path, result: GradeResult) -> Path:
@@ -141,15 +172,18 @@ def feedback_path(out_dir: Path, result: GradeResult) -> Path:
     return Path(out_dir) / "feedback" / _path_safe(result.student_id) / f"{_path_safe(name)}.html"
 
 
-# Markdown that a student's text could use to format, link or embed in class_report.md.
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:])")
+# The ASCII punctuation that Markdown (CommonMark, GitHub's tables, autolinks and math) gives a meaning;
+# a backslash makes each literal. Punctuation without one (, ; ' " / ? %) is left as it is.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:&$@=^])")
 
 
 def markdown_text(text: str, limit: int = 300) -> str:
-    """Student-made text as plain Markdown text: one line, every Markdown and HTML character escaped
-    (no link, image, ``javascript:`` URL or raw HTML survives)."""
-    text = " ".join(str(text).split())[:limit]
-    return _MARKDOWN_SPECIALS.sub(r"\\\1", html.escape(text, quote=True))
+    """Student-made text as plain Markdown text: one line, every Markdown character backslash-escaped,
+    so that a CommonMark renderer shows the text as it is: no link, image,
+    ``javascript:`` URL, raw HTML or entity survives, and nothing is escaped twice (``'`` stays ``'``).
+    Control characters and bytes that are not UTF-8 are :func:`~autograder.names.escaped` first."""
+    text = terminal(text)[:limit]
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
 
 
 class Painter:
@@ -174,7 +208,7 @@ class Painter:
         from autograder.background import BackgroundLost
 
         try:
-            self.background.submit(_class_report, list(results), Path(out_dir))
+            self.background.submit(_class_report, results, Path(out_dir))
             self.drawing = (len(results), Path(out_dir))
         except BackgroundLost:
             pass
@@ -186,7 +220,7 @@ class Painter:
                 self.background.result()  # started on other rows: drawn again
                 self.drawing = None
             if self.drawing is None:
-                self.background.submit(_class_report, list(results), Path(out_dir))
+                self.background.submit(_class_report, results, Path(out_dir))
             return self.background.result()
         finally:
             self.drawing = None
@@ -227,14 +261,33 @@ def class_report(results: list[GradeResult], out_dir: Path, painter: Painter | N
 def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     graded = [r for r in results if r.status == GRADED]
-    lines = ["# Class report", "", f"{len(results)} files, {len(graded)} graded.", ""]
+    missing = [r for r in results if r.status == MISSING]
+    lines = ["# Class report", "", f"{plural(len(results) - len(missing), 'file')}, {len(graded)} graded"
+             + (f"; {plural(len(missing), 'missing hand-in')} (roster students without a file for a lab)" if missing else "")
+             + ".", ""]
+    earlier = getattr(results, "earlier", 0)
+    if earlier:
+        lines += [f"This folder's gradebook also holds {plural(earlier, 'result')} of earlier batches whose files were "
+                  f"not in this one: their rows are here too, as in grades.csv.", ""]
     statuses = Counter(r.status for r in results)
     lines += ["| status | files |", "|---|---|"] + [f"| {markdown_text(s)} | {n} |" for s, n in statuses.most_common()] + [""]
     isolation = Counter(r.isolation or "unknown" for r in graded)
-    lines += ["How the student kernels were isolated (see the README's threat model):", "",
+    lines += ["How the student kernels were isolated (see docs/SECURITY.md):", "",
               "| isolation | graded files |", "|---|---|"]
     lines += [f"| {markdown_text(kind)} | {n} |" for kind, n in isolation.most_common()] or ["| (no file graded) | 0 |"]
     lines.append("")
+    if missing:
+        lines += ["Missing (on the roster, no file for the lab):", ""]
+        for lab_id in sorted({r.lab for r in missing}):
+            students = sorted(r.student_id for r in missing if r.lab == lab_id)
+            lines.append(f"* {markdown_text(lab_id)} ({len(students)}): " + ", ".join(markdown_text(s) for s in students))
+        lines.append("")
+    adjusted = [r for r in results if r.adjustments]
+    if adjusted:
+        lines += [f"Changed by hand in formgrader (the scores below count them; grades.csv's adjusted column): "
+                  f"{len(adjusted)} submission(s).", ""]
+        lines += [f"* {markdown_text(r.student_id)}, {markdown_text(r.lab)}: {markdown_text(adjusted_text(r))}"
+                  for r in adjusted] + [""]
     identity = [r for r in results if r.identity]
     if identity:
         lines += ["Who handed in what (from the export names or the roster):", ""]
@@ -263,7 +316,7 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
         lines += [f"## {lab.title} ({len(mine)} graded, mean {sum(scores) / len(scores):.2f} / {lab.max_score:g})", "",
                   "| part | full marks | missed by |", "|---|---|---|"]
         for part, fraction in sorted(zip(lab.parts, share), key=lambda item: item[1]):
-            lines.append(f"| {part.part_id} | {fraction:.0%} | {round((1 - fraction) * len(mine))} students |")
+            lines.append(f"| {part.part_id} | {fraction:.0%} | {plural(round((1 - fraction) * len(mine)), 'student')} |")
         failures = Counter((pid, p.message) for r in mine for pid, p in r.parts.items() if not p.passed)
         lines += ["", "Most common failure messages:", ""]
         lines += [f"1. **{pid}** ({n}×): {markdown_text(message)}" for (pid, message), n in failures.most_common(5)] or ["(none)"]

@@ -23,8 +23,16 @@ EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, TOO_LARGE = (
 DUPLICATE = "duplicate"  # a later file of the same student and lab was graded instead
 NOT_ON_ROSTER = "not_on_roster"
 NO_NOTEBOOK = "no_notebook"  # Gradescope: the submission holds no notebook, or more than one
+NOT_A_REGULAR_FILE = "not_a_regular_file"  # a symbolic or hard link, a FIFO, a device: never opened
+MISSING = "missing"  # a roster student with no file for a lab the batch grades
 STATUSES = frozenset({GRADED, GRADER_ERROR, WORKER_LOST, EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB,
-                      TOO_LARGE, DUPLICATE, NOT_ON_ROSTER, NO_NOTEBOOK})
+                      TOO_LARGE, DUPLICATE, NOT_ON_ROSTER, NO_NOTEBOOK, NOT_A_REGULAR_FILE, MISSING})
+
+
+# Everything done for the file (decoding, checking, reports included) was still running when
+# --notebook-timeout (and a short grace) was up: its grading process was ended from outside.
+OUT_OF_TIME = "out_of_time"
+STATUSES = STATUSES | {OUT_OF_TIME}
 
 
 class MalformedResult(ValueError):
@@ -66,6 +74,17 @@ class CellEvent:
 
 
 @dataclass(frozen=True)
+class Adjustment:
+    """What a person changed by hand in nbgrader's gradebook (formgrader): a part's score, or a comment
+    on a cell. Never made by the autograder; applied to a result when its reports are written."""
+
+    cell: str  # a part's id (a score) or an answer cell's id (a comment)
+    auto_score: float | None = None  # what the autograder gave the part
+    score: float | None = None  # what the part counts now (manual score plus extra credit); None: a comment only
+    comment: str = ""
+
+
+@dataclass(frozen=True)
 class GradeResult:
     """One file's row. ``score``, ``max_score``, ``parts`` and ``isolation`` are set once it is graded."""
 
@@ -87,6 +106,7 @@ class GradeResult:
     traceback: str | None = None  # the grader's own, for the instructor, when status is grader_error
     identity: str = ""  # set by the batch: who handed the file in, when the export names needed telling apart
     sources: str | None = None  # set by the batch: the digest of the course files it was graded with
+    adjustments: list[Adjustment] = field(default_factory=list)  # set for reports: changes made by hand in the gradebook
 
     @property
     def graded(self) -> bool:

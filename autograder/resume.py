@@ -69,9 +69,9 @@ def unsigned(data: dict) -> GradeResult:
     return GradeResult.from_json({k: v for k, v in data.items() if k != CHECKSUM})
 
 
-def trusted(saved: object, key: bytes, sha256: str, sources: str) -> GradeResult | None:
-    """The result a resumed run may take ``saved`` (a parsed result file) as, if any, for the file
-    whose bytes hash to ``sha256`` graded with the course files whose digest is ``sources``."""
+def authentic(saved: object, key: bytes) -> GradeResult | None:
+    """The result ``saved`` (a parsed result file) holds, if this grader signed it (under ``key``) and it
+    is well formed; else None. What a later batch reports of an earlier one (ledger.py)."""
     if not isinstance(saved, dict) or not isinstance(saved.get(CHECKSUM), str):
         return None
     try:
@@ -81,9 +81,15 @@ def trusted(saved: object, key: bytes, sha256: str, sources: str) -> GradeResult
     except (TypeError, ValueError):
         return None
     try:
-        result = unsigned(saved)
+        return unsigned(saved)
     except MalformedResult:
         return None
-    if result.sha256 != sha256 or result.sources != sources:
+
+
+def trusted(saved: object, key: bytes, sha256: str, sources: str) -> GradeResult | None:
+    """The result a resumed run may take ``saved`` (a parsed result file) as, if any, for the file
+    whose bytes hash to ``sha256`` graded with the course files whose digest is ``sources``."""
+    result = authentic(saved, key)
+    if result is None or result.sha256 != sha256 or result.sources != sources:
         return None
     return result

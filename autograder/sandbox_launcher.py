@@ -39,6 +39,11 @@ def _inside(path, roots):
     return any(path == root or path.startswith(root + os.sep) for root in roots)
 
 
+def _deepest(path, roots):
+    """The length of the longest of ``roots`` that holds ``path`` (0: none does)."""
+    return max((len(root) for root in roots if path == root or path.startswith(root + os.sep)), default=0)
+
+
 def install_fence(settings):
     """The Python-level fence: a memory cap and an audit hook (``sys.addaudithook`` cannot be removed)."""
     memory = int(settings["memory_bytes"])
@@ -59,7 +64,8 @@ def install_fence(settings):
             if isinstance(target, bytes):
                 target = os.fsdecode(target)
             path = os.path.realpath(os.path.join(os.getcwd(), os.fspath(target)))
-            if _inside(path, denied) and not _inside(path, allowed):
+            # the nearer folder decides: the course inside an allowed installation stays denied
+            if _deepest(path, denied) > _deepest(path, allowed):
                 refuse(f"{event} {target}")
             if path.startswith("/proc/") and not path.startswith(("/proc/self", f"/proc/{own_pid}")):
                 refuse(f"{event} {target}")
@@ -84,7 +90,8 @@ def landlock_rules(settings, own_proc):
 
 
 def enter_boundary(settings, parent_alive_fd):
-    """Run in process 1 of the new PID namespace: every step of the boundary, in order."""
+    """Run in process 1 of the new PID namespace: every step of the boundary, in order. Returns what
+    was applied, in the words of grades.csv's ``isolation`` column (``landlock-abi7+seccomp+...``)."""
     iso = autograder_isolation
     uid, gid = settings.get("uid"), settings.get("gid")
     workdir, new_root = settings["workdir"], settings["root_dir"]
@@ -114,9 +121,28 @@ def enter_boundary(settings, parent_alive_fd):
     if select.select([parent_alive_fd], [], [], 0)[0]:
         os._exit(70)  # the launcher died before the line above: nobody would ever stop this kernel
     iso.set_no_new_privs()
-    iso.install_seccomp_filter()
-    iso.restrict_filesystem_and_network(landlock_rules(settings, own_proc))
+    missing = []
+    try:
+        iso.install_seccomp_filter()
+    except OSError as error:  # no table for this architecture, or a kernel (or emulator) without seccomp filters
+        missing.append(f"no seccomp: {error.strerror or error}")
+    abi = iso.restrict_filesystem_and_network(landlock_rules(settings, own_proc))
     os.chdir(workdir)
+    applied = [f"landlock-abi{abi}", "seccomp" if not missing and _seccomp_mode() in (2, None) else "", "netns", "pidns",
+               "uid" if uid is not None else "userns"]
+    return "+".join(part for part in applied if part) + (f" ({'; '.join(missing)})" if missing else "")
+
+
+def _seccomp_mode():
+    """This process's seccomp mode as the kernel reports it (2: a filter), or None."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Seccomp:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 DEVICES = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
@@ -125,6 +151,12 @@ DEVICES = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
 def run_kernel(settings):
     install_fence(settings)
     os.environ.pop("JPY_PARENT_PID", None)  # process 1 has no parent to poll
+    if settings["mode"] != "boundary":
+        uid = settings.get("uid")
+        if uid is not None:  # the fence as root: a uid of its own, which cannot read the grader's private files
+            autograder_isolation.drop_to_user(uid, settings["gid"])
+            autograder_isolation.set_no_new_privs()
+        os.environ[APPLIED] = "fence" + ("+uid" if uid is not None else "")
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     for name in [name for name in sys.modules if name == "autograder_isolation"]:
@@ -145,6 +177,36 @@ def run_kernel(settings):
     kernelapp.launch_new_instance()
 
 
+# What the kernel got, in grades.csv's words; read by the grader's isolation probe (a real kernel,
+# asked before any student code runs in it).
+APPLIED = "AUTOGRADER_ISOLATION_APPLIED"
+# How much of a kernel's own output (its stdout and stderr: start-up errors) reaches its log, which
+# lies outside the boundary: the last words of a kernel that dies at start, never a disk to fill.
+KERNEL_LOG_BYTES = 16 * 1024
+
+
+def _relay(source_fd, limit=KERNEL_LOG_BYTES):
+    """Copy what the kernel writes to its stdout and stderr into this process's stderr (the log), up
+    to ``limit`` bytes; the rest is read and dropped. Returns at end of file (the kernel and all its
+    children have exited)."""
+    left = limit
+    while True:
+        try:
+            chunk = os.read(source_fd, 65536)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        if left > 0:
+            try:
+                os.write(2, chunk[:left])
+            except OSError:
+                pass
+            left -= len(chunk)
+
+
 def main():
     settings = json.loads(os.environ.pop("AUTOGRADER_SANDBOX"))
     if settings["mode"] != "boundary":
@@ -156,24 +218,29 @@ def main():
     autograder_isolation.join_cgroups(settings.get("cgroups", []))  # before any child: they all inherit it
     autograder_isolation.enter_namespaces(as_root=os.geteuid() == 0)
     parent_alive, keep_open = os.pipe()
+    output_read, output_write = os.pipe()
     child = os.fork()
     if child == 0:
         os.close(keep_open)
+        os.close(output_read)
         try:
-            enter_boundary(settings, parent_alive)
+            applied = enter_boundary(settings, parent_alive)
         except BaseException as error:  # say why in the kernel log; the grader sees the kernel die
             print(f"autograder sandbox: could not enter the boundary: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
             os._exit(71)
+        os.environ[APPLIED] = applied
         # The log file (outside the boundary) stays the launcher's: the kernel's own stdout and
-        # stderr go nowhere, so a notebook cannot write outside its folder through them.
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        os.close(null)
+        # stderr go through a pipe that the launcher copies, up to KERNEL_LOG_BYTES, into it (a
+        # kernel that dies at start says why there), so a notebook cannot fill a disk through them.
+        os.dup2(output_write, 1)
+        os.dup2(output_write, 2)
+        os.close(output_write)
         run_kernel(settings)
         os._exit(0)
     os.close(parent_alive)
+    os.close(output_write)
     signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
+    _relay(output_read)
     while True:
         try:
             _, status = os.waitpid(child, 0)

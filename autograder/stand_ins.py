@@ -13,14 +13,18 @@ import contextlib
 import importlib
 import signal
 import threading
+import time
 
-from autograder import codec
+from autograder import codec, shapes
 from autograder.kernel import KernelSession
 from autograder.labs import Part, Upstream
 
-# How many calls a reference answered for a student's failing helper, in this process: a timed
-# hidden test allows for their round trips (a course's helper for hidden tests reads it).
-STAND_IN_CALLS = [0]
+# The grader's own time answering stand-ins in this process: a timed hidden test takes it off the
+# student's time (``check.StudentFunction.timed_call``).
+STAND_IN_SECONDS = [0.0]
+# (arrived, answered) on the grader's clock, for each stand-in call of this process: a timed call's
+# stand-in round trips are read from it (``check.StudentFunction.timed_call``).
+STAND_IN_LOG: list[tuple[float, float]] = []
 
 
 def reference(path: str):
@@ -134,13 +138,24 @@ def standing_in(session: KernelSession, helpers: list[Upstream]):
 
         def counted(*args, _run=run, _name=helper.name, **kwargs):
             used.add(_name)
-            STAND_IN_CALLS[0] += 1
             # The student chooses these arguments and the grader pays for the answer: one call's
-            # time at most, as for the student's own functions.
-            return call_with_deadline(_run, session.limits.call_seconds, *args, **kwargs)
+            # time at most, as for the student's own functions. The answer has the shape the
+            # student's own function gave its results, where the task allows several (shapes.py).
+            answer = call_with_deadline(_run, session.limits.call_seconds, *args, **kwargs)
+            return shapes.conform(answer, session.shapes.get(_name))
 
         references[helper.name] = counted
-    session.stdin_answer = lambda prompt: codec.answer_stand_in(prompt, references)
+
+    def answer(prompt: str) -> str:
+        started = time.perf_counter()
+        try:
+            return codec.answer_stand_in(prompt, references)
+        finally:
+            answered = time.perf_counter()
+            STAND_IN_SECONDS[0] += answered - started
+            STAND_IN_LOG.append((started, answered))
+
+    session.stdin_answer = answer
     placed = []
     try:
         for helper in helpers:

@@ -1,10 +1,17 @@
 """Local grading workers that a hostile file cannot take down with it.
 
 Each worker is a process of its own, fed one file at a time over a pipe, with an address-space
-limit of its own (``RLIMIT_AS``). The parent watches every worker: one that dies (killed, out of
-memory, ``os._exit``), stops (``SIGSTOP``) or hangs past the file's time budget is killed with
-every process it started, and its file is graded once more in a fresh worker; a second loss gives
-the file a ``worker_lost`` row. The batch goes on either way: no ``BrokenProcessPool``, no freeze.
+limit of its own (``RLIMIT_AS``). The parent watches every worker from outside: one that dies
+(killed, out of memory, ``os._exit``) or stops (``SIGSTOP``) is killed with every process it
+started, and its file is graded once more in a fresh worker (a second loss gives the file a
+``worker_lost`` row); one still busy when the file's time is up (``budget``: even inside a single C
+call that never returns) is killed the same way, and the file gets its ``on_timeout`` row at once.
+The batch goes on either way: no ``BrokenProcessPool``, no freeze. What a killed worker left in
+the temporary folder is swept (``tempdirs.py``).
+
+Every grader runs its files this way, so that ``--notebook-timeout`` holds from outside the work:
+``--workers N`` with N workers, ``--workers 0`` and Gradescope's runner with one, and each Dask
+worker with one of its own (:func:`run_watched`), kept from file to file.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -20,7 +28,7 @@ from typing import Callable, Iterator
 
 import psutil
 
-from autograder import isolation
+from autograder import isolation, tempdirs
 
 
 def _serve(connection, function: Callable, memory_bytes: int, siblings: list) -> None:
@@ -74,9 +82,14 @@ class WorkerPool:
     """
 
     def __init__(self, function: Callable, workers: int, on_lost: Callable, budget: float,
-                 memory_bytes: int = 0, stopped_grace: float = 2.0, poll: float = 0.5):
+                 memory_bytes: int = 0, stopped_grace: float = 2.0, poll: float = 0.5,
+                 on_timeout: Callable | None = None, keep: bool = False):
         self.function, self.size, self.on_lost = function, max(1, workers), on_lost
         self.budget, self.memory_bytes, self.stopped_grace, self.poll = budget, memory_bytes, stopped_grace, poll
+        # on_timeout(args, budget): the row of a job still running when its time was up (not graded
+        # again: its time is spent). None: such a job is retried like a lost one.
+        self.on_timeout = on_timeout
+        self.keep = keep  # keep idle workers between run() calls (a Dask worker's one), until close()
         self.context = multiprocessing.get_context("fork")
         self.workers: list[_Worker] = []
         self.lost: list[str] = []  # what the watchdog did, for the log
@@ -85,7 +98,7 @@ class WorkerPool:
         parent, child = self.context.Pipe()
         siblings = [worker.connection for worker in self.workers] + [parent]
         process = self.context.Process(target=_serve, args=(child, self.function, self.memory_bytes, siblings), daemon=True)
-        process.start()
+        _start_even_in_a_daemon(process)
         child.close()
         worker = _Worker(process, parent)
         self.workers.append(worker)
@@ -111,6 +124,8 @@ class WorkerPool:
         worker.process.join(5)
         worker.connection.close()
         self.workers.remove(worker)
+        tempdirs.sweep()  # the folders of the worker (its grading folder, zygote, kernels) whose owner is gone
+        tempdirs.sweep_cgroups()
 
     def _health(self, worker: _Worker, now: float) -> str | None:
         """Why the watchdog must end this busy worker, if it must."""
@@ -129,7 +144,7 @@ class WorkerPool:
         else:
             worker.stopped_since = None
         if now - worker.started > self.budget:
-            return f"the grading process did not finish within {self.budget:g} s"
+            return TIMED_OUT
         return None
 
     def run(self, jobs: list[tuple]) -> Iterator[tuple[tuple, object]]:
@@ -160,6 +175,12 @@ class WorkerPool:
                     if reason:
                         job_id, args, attempt = worker.job
                         self._kill(worker)
+                        if reason is TIMED_OUT and self.on_timeout is not None:
+                            self.lost.append(f"{args[0]}: still running after {self.budget:g} s: ended")
+                            yield args, self.on_timeout(args, self.budget)
+                            continue
+                        if reason is TIMED_OUT:
+                            reason = f"the grading process did not finish within {self.budget:g} s"
                         self.lost.append(f"{args[0]}: {reason} (attempt {attempt})")
                         if attempt < 2:
                             queue.appendleft((job_id, args, attempt + 1))
@@ -167,6 +188,8 @@ class WorkerPool:
                             yield args, self.on_lost(args, f"{reason}, twice")
         finally:
             for worker in list(self.workers):
+                if self.keep and worker.job is None and worker.process.is_alive():
+                    continue
                 if worker.job is None and worker.process.is_alive():
                     try:
                         worker.connection.send(None)
@@ -179,6 +202,12 @@ class WorkerPool:
                     worker.connection.close()
                     self.workers.remove(worker)
 
+    def close(self) -> None:
+        """End every worker (a kept pool's, between run() calls)."""
+        self.keep = False
+        for _ in self.run([]):
+            pass
+
     def _assign(self, worker: _Worker, queue: deque) -> Iterator:
         job_id, args, attempt = queue.popleft()
         try:
@@ -189,3 +218,49 @@ class WorkerPool:
             return
         worker.job, worker.started, worker.stopped_since = (job_id, args, attempt), time.monotonic(), None
         yield from ()
+
+
+TIMED_OUT = "timed out"  # _health's reason for a job whose time is up
+
+
+def _start_even_in_a_daemon(process) -> None:
+    """``process.start()``, also from a daemonic process (a Dask worker), which multiprocessing
+    refuses to let have children: the child dies with its parent all the same (``PR_SET_PDEATHSIG``
+    in :func:`_serve`)."""
+    config = getattr(multiprocessing.current_process(), "_config", {})
+    daemonic = config.get("daemon")
+    if daemonic:
+        config["daemon"] = False
+    try:
+        process.start()
+    finally:
+        if daemonic:
+            config["daemon"] = daemonic
+
+
+_watched = threading.local()
+
+
+def run_watched(function: Callable, args: tuple, budget: float, on_lost: Callable, on_timeout: Callable,
+                memory_bytes: int = 0):
+    """``function(*args)`` in a grading process of this thread's own, watched from here (see the
+    module docstring), kept from call to call; the result, or ``on_timeout(args, budget)`` /
+    ``on_lost(args, reason)``. For a Dask worker: the worker's own threads (its heartbeats) never
+    wait on a call that holds the GIL, and a file's time holds however its grading hangs."""
+    pool = getattr(_watched, "pool", None)
+    if pool is None or pool.function is not function or pool.memory_bytes != memory_bytes:
+        if pool is not None:
+            pool.close()
+        pool = _watched.pool = WorkerPool(function, 1, on_lost=on_lost, budget=budget, memory_bytes=memory_bytes,
+                                          on_timeout=on_timeout, keep=True)
+    pool.budget, pool.on_lost, pool.on_timeout = budget, on_lost, on_timeout
+    (_, result), = pool.run([args])
+    return result
+
+
+def close_watched() -> None:
+    """End this thread's grading process of :func:`run_watched` (and so its zygote and kernels)."""
+    pool = getattr(_watched, "pool", None)
+    if pool is not None:
+        _watched.pool = None
+        pool.close()

@@ -10,7 +10,8 @@ times each whole command, wall clock, process start included:
 * ``python -m autograder grade submitted --workers N --quiet`` for each N of ``--workers``,
   each into a fresh output folder (so nothing is resumed).
 
-It prints a table (tool, workers, seconds, notebooks/min, throughput ratio against nbgrader) and
+It prints a table (tool, workers, seconds, notebooks/min, throughput ratio against nbgrader: only for a
+run whose every file graded with nbgrader's totals, else why not; fair.py) and
 whether our per-part scores are the same for every worker count and the same as nbgrader's
 totals. It also prints the CPU seconds each command used (its processes and kernels together),
 which depend far less than wall time on what else runs on the machine. It reports, it never asserts timings: the machine may be shared, so it prints the load.
@@ -42,6 +43,7 @@ TARGET_RATIO = 3.0
 
 sys.path.insert(0, str(REPO))
 from bpe_labs.examples import load_cases, make_submission  # noqa: E402
+from benchmarks.fair import ratio, why_not_comparable  # noqa: E402
 from autograder.labs import all_labs, get_lab  # noqa: E402
 
 
@@ -204,13 +206,10 @@ def run_lab(lab: str, args, scratch: Path) -> dict:
             rows.append((tool, workers, timed(command, REPO, scratch / f"{tool}-w{workers}.log")))
             ours[(tool, workers)] = our_scores(out, lab)
 
+    theirs = nbgrader_scores(course, lab) if not args.skip_nbgrader else None
     baseline = rows[0][2][0] if not args.skip_nbgrader else None
-    print(f"\n{'tool':20s} {'workers':>7s} {'seconds':>8s} {'notebooks/min':>14s} {'vs nbgrader':>12s} "
-          f"{'cpu s':>7s} {'cpu s/nb':>9s}")
-    for tool, workers, (seconds, cpu) in rows:
-        ratio = f"{baseline / seconds:.2f}x" if baseline else "-"
-        print(f"{tool:20s} {workers:7d} {seconds:8.1f} {60 * args.count / seconds:14.1f} {ratio:>12s} "
-              f"{cpu:7.1f} {cpu / args.count:9.2f}")
+    verdicts = {run: why_not_comparable(scores, theirs) for run, scores in ours.items()}
+    print(run_table(rows, verdicts, baseline, args.count))
     print(f"after the runs: {load_average()}; target: >= {TARGET_RATIO:g}x nbgrader's throughput")
     if sources_fingerprint() != fingerprint:
         print("WARNING: the grader's or the labs' sources changed during the runs: the rows mix versions")
@@ -226,14 +225,43 @@ def run_lab(lab: str, args, scratch: Path) -> dict:
                 differing = sorted(s for s in scores if scores[s] != first.get(s))
                 if differing:
                     print(f"  {tool} --workers {workers} differs for {', '.join(differing)}")
-        if not args.skip_nbgrader:
-            theirs = nbgrader_scores(course, lab)
+        if theirs is not None:
             mismatched = sorted(s for s in assigned if float(first[s][1] or "nan") != theirs.get(s))
             equal = not mismatched and same
             print(f"our totals equal nbgrader's for all {len(assigned)} students: "
                   f"{'yes' if not mismatched else 'NO: ' + ', '.join(mismatched)}")
-    best = min((seconds for tool, _, (seconds, _) in rows if tool == "autograder"), default=None)
-    return {"lab": lab, "nbgrader": baseline, "ours": best, "equal": equal}
+    comparable = [seconds for (tool, workers, (seconds, _)) in rows
+                  if tool == "autograder" and verdicts.get((tool, workers)) is None]
+    reasons = [verdicts[run] for run in verdicts if run[0] == "autograder" and verdicts[run]]
+    best = min(comparable, default=None)
+    return {"lab": lab, "nbgrader": baseline, "ours": best, "equal": equal,
+            "why_not": None if best is not None else (reasons[0] if reasons else "no run of ours")}
+
+
+def run_table(rows: list[tuple], verdicts: dict, baseline: float | None, count: int) -> str:
+    """One lab's table: a ratio against nbgrader only for a run whose every file graded with nbgrader's totals."""
+    lines = [f"{'tool':20s} {'workers':>7s} {'seconds':>8s} {'notebooks/min':>14s} {'vs nbgrader':>12s} "
+             f"{'cpu s':>7s} {'cpu s/nb':>9s}"]
+    for tool, workers, (seconds, cpu) in rows:
+        cell = ratio(baseline, seconds, verdicts.get((tool, workers))) if baseline else "-"
+        lines.append(f"{tool:20s} {workers:7d} {seconds:8.1f} {60 * count / seconds:14.1f} {cell:>12s} "
+                     f"{cpu:7.1f} {cpu / count:9.2f}")
+    return "\n".join(lines)
+
+
+def summary_table(summary: list[dict]) -> str:
+    """The per-lab table: our best comparable run against nbgrader, or why there is no ratio."""
+    lines = [f"{'lab':18s} {'nbgrader s':>10s} {'ours s':>8s} {'ratio':>7s}  equal scores"]
+    for row in summary:
+        if row["nbgrader"] and row["ours"]:
+            cell = ratio(row["nbgrader"], row["ours"], None)
+        else:
+            cell = f"none: {row['why_not']}" if row.get("why_not") else "-"
+        nbgrader = f"{row['nbgrader']:.1f}" if row["nbgrader"] else "-"
+        ours = f"{row['ours']:.1f}" if row["ours"] else "-"
+        equal = {True: "yes", False: "NO", None: "-"}[row["equal"]]
+        lines.append(f"{row['lab']:18s} {nbgrader:>10s} {ours:>8s} {cell:>7s}  {equal}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,12 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(scratch, ignore_errors=True)
     print(f"\nper lab ({args.count} notebooks each; ours: best of --workers {' '.join(map(str, args.workers))}; "
           f"{load_average()}):")
-    print(f"{'lab':18s} {'nbgrader s':>10s} {'ours s':>8s} {'ratio':>7s}  equal scores")
-    for row in summary:
-        ratio = f"{row['nbgrader'] / row['ours']:.2f}x" if row["nbgrader"] and row["ours"] else "-"
-        nbgrader = f"{row['nbgrader']:.1f}" if row["nbgrader"] else "-"
-        equal = {True: "yes", False: "NO", None: "-"}[row["equal"]]
-        print(f"{row['lab']:18s} {nbgrader:>10s} {row['ours']:8.1f} {ratio:>7s}  {equal}")
+    print(summary_table(summary))
     return 0
 
 

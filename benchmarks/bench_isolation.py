@@ -23,7 +23,10 @@ import tempfile
 import time
 from pathlib import Path
 
+
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from benchmarks.fair import why_not_comparable  # noqa: E402
 EXAMPLES = REPO / "examples" / "submissions"
 CORRECT = {"toy_bpe": "toy-correct", "africa_galore": "africa-correct", "ny_constitution": "ny-correct",
            "gpt2_bpe": "gpt2-correct", "corpus_prep": "prep-correct", "fast_bpe": "fast-correct"}
@@ -42,7 +45,7 @@ def grade(folder: Path, out: Path, workers: int, fence: bool) -> tuple[float, di
     seconds = time.perf_counter() - started
     with open(out / "grades.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    return seconds, {row["student_id"]: (row["score"], row.get("isolation", "?")) for row in rows}
+    return seconds, {row["student_id"]: (row["status"], row["score"], row.get("isolation", "?")) for row in rows}
 
 
 def main() -> None:
@@ -68,10 +71,13 @@ def main() -> None:
                 for fence in (False, True):
                     seconds, scores[fence] = grade(folder, tmp / f"out-{lab}", args.workers, fence)
                     best[fence] = min(best[fence], seconds)
-            same = {k: v[0] for k, v in scores[False].items()} == {k: v[0] for k, v in scores[True].items()}
-            isolation = sorted({v[1] for v in scores[False].values()})
+            fence_totals = {k: float(v[1]) for k, v in scores[True].items() if v[0] == "graded"}
+            why_not = why_not_comparable(scores[False], fence_totals) or why_not_comparable(scores[True])
+            same = why_not is None
+            isolation = sorted({v[2] for v in scores[False].values()})
             on, off = best[False] / args.count, best[True] / args.count
-            print(f"{lab:<16} {on:>13.2f} {off:>10.2f} {100 * (on / off - 1):>6.1f}%  {str(same):<11}  {', '.join(isolation)}",
+            extra = f"{100 * (on / off - 1):.1f}%" if same else f"none: {why_not}"  # fair.py: never for unequal runs
+            print(f"{lab:<16} {on:>13.2f} {off:>10.2f} {extra:>7s}  {str(same):<11}  {', '.join(isolation)}",
                   flush=True)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 

@@ -40,7 +40,8 @@ sys.path.insert(0, str(REPO))
 EXAMPLES = REPO / "examples" / "submissions"
 
 from autograder.resume import unsigned  # noqa: E402
-LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast"]  # examples/submissions/<name>-correct.ipynb
+from benchmarks.fair import ratio, why_not_comparable  # noqa: E402
+LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast", "tok"]  # examples/submissions/<name>-correct.ipynb
 
 
 def grade_alone(notebook: Path, scratch: Path) -> dict:
@@ -80,8 +81,11 @@ def main(argv: list[str] | None = None) -> None:
             notebook = EXAMPLES / f"{lab}-correct.ipynb"
             runs = [grade_alone(notebook, Path(scratch) / lab) for _ in range(args.repeat)]
             best = min(runs, key=lambda run: run["cli"])
-            print(f"{notebook.name:<22} {best['status']:>7} {best['score']:>6g} {best['grading']:>10.2f} {best['cli']:>7.2f} "
-                  f"{best['cli'] / best['grading']:>6.2f} {best['cli'] - best['grading']:>7.2f} {best['cpu']:>6.2f}", flush=True)
+            why_not = why_not_comparable({notebook.stem: (best["status"], best["score"])})
+            cell = ratio(best["cli"], best["grading"], why_not, form="{:.2f}")  # fair.py: none for a file that did not grade
+            score = f"{best['score']:g}" if best["score"] is not None else "-"
+            print(f"{notebook.name:<22} {best['status']:>7} {score:>6} {best['grading']:>10.2f} {best['cli']:>7.2f} "
+                  f"{cell:>6} {best['cli'] - best['grading']:>7.2f} {best['cpu']:>6.2f}", flush=True)
     print(f"load average now {os.getloadavg()[0]:.1f}")
 
 

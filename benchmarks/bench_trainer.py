@@ -47,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bpe_labs.reference import fast_trainer, simple_trainer  # noqa: E402
+from benchmarks.fair import ratio  # noqa: E402
 from bpe_labs.reference.pretokenize import count_words, count_words_parallel  # noqa: E402
 from benchmarks.docstring_corpus import docstring_text  # noqa: E402
 
@@ -156,7 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         fast_seconds, _, fast = best_time(lambda: fast_trainer.train_bpe(word_counts, args.merges), args.repeat)
         print(f"\nsimple trainer, {args.simple_size:g} MB, {args.merges} merges (word counting excluded): "
               f"{simple_seconds:.1f} s; fast trainer {fast_seconds:.2f} s "
-              f"({simple_seconds / fast_seconds:.0f}x); same merges: {'yes' if simple == fast else 'NO'}")
+              f"({ratio(simple_seconds, fast_seconds, None if simple == fast else 'the merges differ', '{:.0f}x')}); "
+              f"same merges: {'yes' if simple == fast else 'NO'}")
 
 
 if __name__ == "__main__":

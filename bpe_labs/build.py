@@ -23,6 +23,16 @@ def course_home() -> tuple[str, str]:
     return repository, branch or "main"
 
 
+def badge_note() -> str:
+    """Where the built notebooks' Colab badges point, and the setting that changes it (what ``build`` prints)."""
+    repository, branch = course_home()
+    where = f"Colab badges point at https://github.com/{repository} (branch {branch}, notebooks/<lab>.ipynb)"
+    if "BPE_LABS_HOME" not in os.environ:
+        return (f"{where}, the kit's placeholder: publish the notebooks in your course's repository and build again "
+                f"with BPE_LABS_HOME=owner/name@branch")
+    return f"{where}, from BPE_LABS_HOME: publish notebooks/ there so that the badges open them"
+
+
 def with_course_home(source: str) -> str:
     """The default home's URLs in ``source`` replaced by the configured home's."""
     default_repository, default_branch = DEFAULT_HOME.split("@")

@@ -11,6 +11,12 @@ def _prepare_source(source: str) -> str:
     return prepare_source(source)
 
 
+def _release_note() -> str:
+    from bpe_labs.build import badge_note
+
+    return badge_note()
+
+
 def _add_commands(commands) -> None:
     from bpe_labs.commands import add_commands
 
@@ -33,4 +39,5 @@ COURSE = Course(
     trusted_modules=("bpe_labs.reference", "bpe_labs.hidden"),
     prepare_source=_prepare_source,
     add_commands=_add_commands,
+    release_note=_release_note,
 )

@@ -68,13 +68,23 @@ def write_examples(out_dir: Path = EXAMPLES_DIR / "submissions") -> list[Path]:
     return written + [write_roster(out_dir.parent / "roster.csv")]
 
 
+# Two students on the roster who handed nothing in: `grade --roster` gives them `missing` rows and the
+# LMS exports leave their cells empty (docs/LMS.md).
+ABSENT = [("dee-absent", "Dee Absent"), ("eve-absent", "Eve Absent")]
+
+
 def write_roster(path: Path = EXAMPLES_DIR / "roster.csv") -> Path:
-    """The examples' roster (``grade --roster``'s format): one student per example case, as ``make serve``
-    and ``grade examples/submissions --roster examples/roster.csv`` use it."""
+    """The examples' roster (``grade --roster``'s format, with the LMS columns of docs/LMS.md): one
+    student per example case, whose id is the case's, and two students who handed nothing in; as
+    ``make serve``, ``grade examples/submissions --roster examples/roster.csv`` and ``export`` use it."""
     import csv
 
+    students = [(case["id"], case["id"]) for case in load_cases()] + ABSENT
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["student_id", "name", "email"])
-        writer.writerows([case["id"], case["id"], f"{case['id']}@example.edu"] for case in load_cases())
+        writer.writerow(["student_id", "name", "email", "username", "idnumber", "user_id", "canvas_id",
+                         "sis_user_id", "sis_login_id", "section"])
+        for number, (student_id, name) in enumerate(students, start=1):
+            writer.writerow([student_id, name, f"{student_id}@example.edu", student_id, f"S{number:04d}",
+                             700 + number, 1000 + number, f"SIS{number:04d}", student_id, f"Section {'AB'[number % 2 == 0]}"])
     return path

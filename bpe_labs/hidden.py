@@ -8,30 +8,76 @@ and in the grader, where student functions are proxies that call into the kernel
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import sys
+import time
 
 
-def call_each(function, argument_lists: list, **keywords) -> list:
+def call_each(function, argument_lists: list, with_arguments: bool = False, **keywords) -> list:
     """``[function(*args, **keywords) for args in argument_lists]``, for a ``for`` loop over the cases.
 
     Against a student's function in the grader this is one round trip to the kernel instead of one
     per input (about 7 ms each): use it for the many inputs of a part. Like the loop, each call has
     its own time limit, and the error of call k is raised when the loop reaches case k (the results
-    are read lazily; the calls after it are not made).
+    are read lazily; the calls after it are not made). With ``with_arguments``, each result is
+    ``(value, arguments)``: the arguments as the call left them, to see whether it changed its input.
+
+    >>> call_each(list.pop, [([1, 2],)], with_arguments=True)
+    [(2, [[1]])]
     """
     batch = getattr(function, "call_each", None)
     if batch is not None:
-        return batch([tuple(args) for args in argument_lists], **keywords)
+        return batch([tuple(args) for args in argument_lists], with_arguments=with_arguments, **keywords)
+    if with_arguments:
+        return [(function(*arguments, **keywords), arguments) for arguments in map(list, argument_lists)]
     return [function(*args, **keywords) for args in argument_lists]
 
 
-def stand_in_calls() -> int:
-    """Calls of stand-in helpers the grader's reference answered so far (``autograder/stand_ins.py``;
-    0 outside the grader). A timed hidden test allows for their round trips: the slowness is ours."""
-    stand_ins = sys.modules.get("autograder.stand_ins")  # imported by the grader only
-    return stand_ins.STAND_IN_CALLS[0] if stand_ins is not None else 0
+def timed_call(function, seconds: float, *args, **kwargs) -> tuple:
+    """``(result, seconds taken, round trips)`` of one call, with a time limit of at least ``seconds``.
+
+    Against a student's function in the grader, the time is on the grader's clock, less the
+    grader's own time answering the stand-ins the call used (``autograder/stand_ins.py``), and each
+    stand-in call's round trip is reported (with whatever the student's code did since the kernel
+    last heard from the grader): a speed check holds whether or not a stand-in was used, allowing for
+    each round trip at most ``STAND_IN_ROUND_TRIP``, for at most as many calls as the task allows.
+    Outside the grader: the call's time, and no round trip.
+    """
+    timed = getattr(function, "timed_call", None)
+    if timed is not None:
+        return timed(seconds, *args, **kwargs)
+    started = time.perf_counter()
+    result = function(*args, **kwargs)
+    return result, time.perf_counter() - started, []
+
+
+# The most one stand-in's round trip (the kernel asks, the grader answers) may take off a timed call:
+# 1 to 7 ms were measured on a 2-core machine at load 1 to 8, 10 to 20 ms at load 25. A throw-away
+# stand-in call buys at most this, minus its own cost; a check counts at most as many as the task allows.
+STAND_IN_ROUND_TRIP = 0.010
+
+
+def allowed_for_stand_ins(round_trips: list[float], at_most: int) -> float:
+    """What a timed call's stand-in round trips take off its time: each up to ``STAND_IN_ROUND_TRIP``,
+    the first ``at_most`` of them.
+
+    >>> allowed_for_stand_ins([0.002, 0.5, 0.003], 2)
+    0.012
+    """
+    return sum(min(trip, STAND_IN_ROUND_TRIP) for trip in round_trips[:at_most])
+
+
+def assert_fast_enough(seconds: float, reference_seconds: float, multiple: float, advice: str,
+                       floor: float = 0.0) -> None:
+    """The speed check of a hidden test: ``seconds`` at most ``multiple`` times the reference's time
+    (measured in this grading run), or ``floor`` seconds if that is more. The failure's message is
+    the grader's: ``advice`` (a string constant of the hidden test) and the measured multiple."""
+    from autograder.verdicts import TooSlow
+
+    if seconds > max(multiple * reference_seconds, floor):
+        raise TooSlow(advice, seconds / max(reference_seconds, 1e-9), multiple)
 
 
 def call_with_time_limit(function, seconds: float, *args, **kwargs):
@@ -42,6 +88,31 @@ def call_with_time_limit(function, seconds: float, *args, **kwargs):
     if limited is not None:
         return limited(seconds, *args, **kwargs)
     return function(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def reported_as(bridge: str, method: str):
+    """Within the block, an error of the student's code met through the notebook function ``bridge`` (a
+    given function that calls a method of the student's class for the hidden tests, which exchange plain
+    values only) is reported as ``method``'s: "Tokenizer.encode raised KeyError", not
+    "tokenizer_results raised KeyError". (Outside the grader nothing is renamed.)
+
+    >>> error = KeyError("x")
+    >>> error.autograder_student = "tokenizer_results raised KeyError: 'x'"
+    >>> try:
+    ...     with reported_as("tokenizer_results", "Tokenizer.encode"):
+    ...         raise error
+    ... except KeyError as raised:
+    ...     print(raised.autograder_student)
+    Tokenizer.encode raised KeyError: 'x'
+    """
+    try:
+        yield
+    except Exception as error:
+        said = getattr(error, "autograder_student", None)
+        if isinstance(said, str) and said.startswith(f"{bridge} raised "):
+            error.autograder_student = method + said[len(bridge):]
+        raise
 
 
 _ANSWERS: dict = {}
@@ -69,6 +140,23 @@ def _random_word_counts(seed, distinct, letters, shortest, longest, largest_coun
     return counts
 
 
+def reference_seconds(function, *args, **kwargs) -> float:
+    """How long ``reference_answer(function, *args, **kwargs)`` took to compute, in this process (the
+    reference's time for a timed hidden case, measured in the same grading run)."""
+    reference_answer(function, *args, **kwargs)
+    return _SECONDS[_key(function, args, kwargs)]
+
+
+_SECONDS: dict = {}
+
+
+def _key(function, args, kwargs):
+    import pickle
+
+    return (getattr(function, "__module__", None), getattr(function, "__qualname__", repr(function)),
+            pickle.dumps((args, sorted(kwargs.items())), protocol=4))
+
+
 def reference_answer(function, *args, **kwargs):
     """``function(*args, **kwargs)``, computed once per process for the same arguments (plain data):
     the reference answer to a large fixed hidden case is then not recomputed for every notebook a
@@ -78,10 +166,10 @@ def reference_answer(function, *args, **kwargs):
     True
     """
     import copy
-    import pickle
 
-    key = (getattr(function, "__module__", None), getattr(function, "__qualname__", repr(function)),
-           pickle.dumps((args, sorted(kwargs.items())), protocol=4))
+    key = _key(function, args, kwargs)
     if key not in _ANSWERS:
+        started = time.perf_counter()
         _ANSWERS[key] = function(*args, **kwargs)
+        _SECONDS[key] = time.perf_counter() - started
     return copy.deepcopy(_ANSWERS[key])

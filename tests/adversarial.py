@@ -744,3 +744,31 @@ def write_cases(folder: Path, cases: list[Case] = CASES) -> dict[str, Path]:
         path.write_bytes(case.build(correct_notebook()))
         written[case.case_id] = path
     return written
+
+
+class CallLog:
+    """Names appended to a file, read back as a list: what a stand-in of ``grade_file`` records in a
+    grading process (every grader runs its files in one, a fork of the test's process), seen here."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.write_text("")
+
+    def append(self, name: str) -> None:
+        with open(self.path, "a", encoding="utf-8") as handle:  # one short line per write: appends do not mix
+            handle.write(name + "\n")
+
+    def _names(self) -> list[str]:
+        return self.path.read_text(encoding="utf-8").splitlines()
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __eq__(self, other) -> bool:
+        return self._names() == list(other)
+
+    def __repr__(self) -> str:
+        return repr(self._names())

@@ -19,7 +19,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 import autograder.batch as batch
-from adversarial import CASES, LAB, correct_notebook, write_cases
+from adversarial import CASES, LAB, CallLog, correct_notebook, write_cases
 from autograder import gradebook, report
 from autograder.batch import grade_folder
 from autograder.check import free_names
@@ -215,18 +215,30 @@ def part_scores(db: Path) -> dict:
                 for submission in assignment.submissions for notebook in submission.notebooks for grade in notebook.grades}
 
 
-def count_calls(monkeypatch, stop_after: int | None = None) -> list:
-    """Count the files graded; with ``stop_after``, interrupt the run when the next one would start."""
-    calls = []
+def count_calls(monkeypatch, log: Path) -> CallLog:
+    """Count the files graded (in the grading process, a fork of this one)."""
+    calls = CallLog(log)
 
     def grade_file(path, student_id, settings):
-        if stop_after is not None and len(calls) >= stop_after:
-            raise Interrupted()
         calls.append(Path(path).name)
         return real_grade_file(path, student_id, settings)
 
     monkeypatch.setattr(batch, "grade_file", grade_file)
     return calls
+
+
+def stop_keeping_after(monkeypatch, kept: int) -> None:
+    """Interrupt the run (as Ctrl-C would) when the result after the ``kept``-th is about to be kept."""
+    real = batch._write_atomically
+    written = []
+
+    def write_atomically(path, text):
+        if len(written) >= kept:
+            raise Interrupted()
+        written.append(path)
+        real(path, text)
+
+    monkeypatch.setattr(batch, "_write_atomically", write_atomically)
 
 
 def assert_same_as_uninterrupted(root: Path, out: Path) -> None:
@@ -235,20 +247,22 @@ def assert_same_as_uninterrupted(root: Path, out: Path) -> None:
     assert part_scores(out / "gradebook.db") == part_scores(root / "uninterrupted" / "gradebook.db")
 
 
-def test_an_interrupted_batch_resumes_without_regrading(resume_folder, monkeypatch):
+def test_an_interrupted_batch_resumes_without_regrading(resume_folder, monkeypatch, tmp_path):
     out = resume_folder / "interrupted"
     shutil.rmtree(out, ignore_errors=True)
-    first = count_calls(monkeypatch, stop_after=2)
-    # workers=0: graded in this process, so that the counting stand-in of grade_file sees every call
+    stop_keeping_after(monkeypatch, 2)
+    # workers=0: one file at a time, so that the run stops right after the second result was kept
     with pytest.raises(Interrupted):
         grade_folder(resume_folder / "submissions", out, SETTINGS, workers=0, progress=False)
+    monkeypatch.undo()
     saved = sorted((out / "results").glob("*.json"))
-    assert len(first) == 2 and len(saved) == 2
+    assert len(saved) == 2
+    kept = {unsigned(json.loads(path.read_text())).file for path in saved}
     before = {path.name: (path.stat().st_mtime_ns, unsigned(json.loads(path.read_text())).seconds) for path in saved}
 
-    again = count_calls(monkeypatch)
+    again = count_calls(monkeypatch, tmp_path / "calls.txt")
     grade_folder(resume_folder / "submissions", out, SETTINGS, workers=0, progress=False)
-    assert sorted(again) == sorted(set(case.file for case in CASES if case.case_id in RESUME_CASES) - set(first)), \
+    assert sorted(again) == sorted(set(case.file for case in CASES if case.case_id in RESUME_CASES) - {Path(f).name for f in kept}), \
         "only the files without a result may be graded again"
     after = {path.name: (path.stat().st_mtime_ns, unsigned(json.loads(path.read_text())).seconds) for path in saved}
     assert after == before, "the results written before the interruption must be reused as they are"

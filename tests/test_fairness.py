@@ -53,7 +53,7 @@ def graded_blanks(tmp_path_factory):
 
 
 def test_there_is_one_case_per_answer_of_every_lab():
-    assert len(CASES) == 31
+    assert len(CASES) == 38
     for lab, functions in CASES:
         assert "NotImplementedError" in "\n".join(c.source for c in blanked(lab, functions).cells)
 

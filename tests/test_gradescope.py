@@ -86,13 +86,13 @@ def unpack(zip_path: Path, root: Path) -> Path:
     return root
 
 
-def run_autograder(root: Path, venv: Path = Path(sys.prefix), **extra_env: str) -> subprocess.CompletedProcess:
+def run_autograder(root: Path, venv: Path = Path(sys.prefix), timeout: float = 300, **extra_env: str) -> subprocess.CompletedProcess:
     """As Gradescope does: /autograder/run_autograder from /autograder, with this machine's virtual
     environment in place of the one setup.sh makes, and nothing of this checkout on the Python path,
     so that only the unpacked zip can be used."""
     env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "BPE_LABS_DATA")}
     env.update(AUTOGRADER_GRADESCOPE_ROOT=str(root), AUTOGRADER_VENV=str(venv), **extra_env)
-    return subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([str(root / "run_autograder")], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def hand_in(zip_path: Path, root: Path, files: dict[str, bytes]) -> Path:

@@ -34,6 +34,9 @@ CASES = {
     "untouched": ({"tokenize": "print('a student cell at the end')"}, None, 1),
     # a new global nobody reads, a demonstration call: still one kernel
     "harmless": ({"merge": "demo = merge_pair_in_word(['a', 'b', '</w>'], ('a', 'b'))\nprint(demo)"}, None, 1),
+    # a later global named like an attribute the graded code uses (text.split() and a global split):
+    # an attribute is no global, so still one kernel
+    "attribute name": ({"initialize": "split = 'a global named like the method text.split'"}, None, 1),
     # the graded function redefined after its test cell: merge keeps its points (graded at its
     # place), learn and tokenize, after the change, are graded with the broken one
     "redefined": ({"merge": BROKEN_MERGE}, None, 2),

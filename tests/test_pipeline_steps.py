@@ -133,6 +133,15 @@ def test_intake_lets_running_out_of_memory_through(tmp_path, monkeypatch):
         read_submission(tmp_path / "fine.ipynb", "a")
 
 
+def test_a_builtin_error_that_takes_more_than_a_message_is_still_named():
+    """UnicodeDecodeError(message) itself raises TypeError: the student's error is named, never 'could not be checked'."""
+    for class_name in ("UnicodeDecodeError", "UnicodeEncodeError", "KeyError"):
+        with pytest.raises(Exception) as raised:
+            KernelSession._result("decode", ["raised", class_name, True, "bad byte"])
+        assert raised.value.autograder_student == f"decode raised {class_name}: bad byte"
+    assert type(raised.value) is KeyError
+
+
 def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
     with KernelSession(tmp_path / "work", Limits(cell_seconds=2, call_seconds=2, memory_bytes=2 * 1024**3)) as session:
         assert session.run_cell("def f(x):\n    return [x, (x, 'a')]\ndef spin():\n    while True: pass").status == "ok"

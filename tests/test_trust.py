@@ -6,12 +6,14 @@ import json
 import multiprocessing
 import shutil
 import stat
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import autograder.batch as batch
+from adversarial import CallLog
 from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch import grade_folder, result_path
 from autograder.guard import CourseChanged, CourseGuard, course_files
@@ -36,8 +38,8 @@ def folder(tmp_path) -> Path:
     return tmp_path / "sub"
 
 
-def counting(monkeypatch) -> list[str]:
-    calls = []
+def counting(monkeypatch) -> CallLog:
+    calls = CallLog(Path(tempfile.mkdtemp(prefix="calls-")) / "calls.txt")
 
     def grade_file(path, student_id, settings):
         calls.append(Path(path).name)

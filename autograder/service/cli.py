@@ -270,7 +270,7 @@ def add_commands(commands, course) -> None:
     serve.add_argument("--roster", help="roster CSV (grade --roster's format: student_id, and name, email...): who may submit")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; put a TLS reverse "
                                                            "proxy in front for students elsewhere)")
-    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     serve.add_argument("--insecure", action="store_true", help="allow plain HTTP on an address other than loopback")
     serve.add_argument("--https-cert", type=Path, help="serve HTTPS with this certificate (PEM) ...")
     serve.add_argument("--https-key", type=Path, help="... and its private key")
@@ -311,7 +311,8 @@ def add_commands(commands, course) -> None:
                        help="LTI: how a launch's user is found on the roster: email (default; the roster's email "
                             "column), sourcedid (the LMS's SIS id), sub (its LTI user id) or custom (a custom parameter "
                             "student_id), the last three matching the roster's student_id")
-    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
+                       help="how much the server logs (default info; never a token or a notebook's content)")
     serve.set_defaults(run=_guarded(_serve))
 
     keys = commands.add_parser("lti-keys", help="LTI 1.3: write the tool's RSA key pair (docs/LTI.md)")
@@ -328,7 +329,8 @@ def add_commands(commands, course) -> None:
     issue.set_defaults(run=_guarded(_tokens))
 
     accounts = commands.add_parser("accounts", help="instructors' and TAs' accounts for the service's dashboard")
-    accounts.add_argument("action", choices=("add", "disable", "list"))
+    accounts.add_argument("action", choices=("add", "disable", "list"),
+                          help="add an account (or reset its password), disable one, or list them")
     accounts.add_argument("name", nargs="?", help="user name (add, disable)")
     accounts.add_argument("--role", choices=("instructor", "ta"), default="ta",
                           help="instructor (can also re-grade) or ta (default)")

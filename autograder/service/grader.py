@@ -25,10 +25,12 @@ from pathlib import Path
 
 from sqlalchemy.engine import make_url
 
+from autograder.deadline import hard_seconds, out_of_time_row
 from autograder.result import GRADER_ERROR, GradeResult
 from autograder.service import queue
 from autograder.service.database import Database
-from autograder.service.grading import grade_notebook
+from autograder.service.grading import grade_notebook, grade_notebook_within_time
+from autograder.workers import TIMED_OUT
 from autograder.service.settings import ServiceSettings
 
 log = logging.getLogger("autograder.service.grader")
@@ -50,10 +52,12 @@ class LocalRunner:
 
     kind = "local"
 
-    def __init__(self, size: int, budget: float, memory_bytes: int):
+    def __init__(self, size: int, settings, memory_bytes: int):
         from autograder.workers import WorkerPool
 
-        self.pool = WorkerPool(grade_notebook, size, on_lost=None, budget=budget, memory_bytes=memory_bytes)
+        # the same outside deadline as every other grader (deadline.py): --notebook-timeout and a grace
+        self.settings = settings
+        self.pool = WorkerPool(grade_notebook, size, on_lost=None, budget=hard_seconds(settings), memory_bytes=memory_bytes)
         self.size = self.pool.size
         self.jobs: dict[int, queue.Job] = {}
 
@@ -99,7 +103,12 @@ class LocalRunner:
             if reason:
                 job_id = worker.job[0]
                 self.pool._kill(worker)
-                events.append(Event(self.jobs.pop(job_id), lost=reason))
+                job = self.jobs.pop(job_id)
+                if reason is TIMED_OUT:  # its time is spent: an out_of_time result, never graded again
+                    row = out_of_time_row((job.file_name, job.student_id, self.settings), self.pool.budget)
+                    events.append(Event(job, result=replace(row, lab=job.lab)))
+                else:
+                    events.append(Event(job, lost=reason))
         return events
 
     def close(self) -> list[queue.Job]:
@@ -127,7 +136,7 @@ class DaskRunner:
         return self.size - len(self.futures)
 
     def start(self, job: queue.Job, settings) -> int | None:
-        future = self.client.submit(grade_notebook, job.notebook, job.file_name, job.student_id, settings,
+        future = self.client.submit(grade_notebook_within_time, job.notebook, job.file_name, job.student_id, settings,
                                     pure=False, retries=0, key=f"submission-{job.id}-claim-{job.claims}-{uuid.uuid4().hex[:8]}")
         self.futures[future] = job
         return None
@@ -188,8 +197,7 @@ def run(settings: ServiceSettings, wake=None) -> int:
     if settings.scheduler:
         runner = DaskRunner(settings.scheduler, settings.dask_security, settings.workers)
     else:
-        runner = LocalRunner(settings.workers, budget=grading.limits.notebook_seconds + 120,
-                             memory_bytes=grading.worker_memory_bytes)
+        runner = LocalRunner(settings.workers, grading, memory_bytes=grading.worker_memory_bytes)
     queue.register(db, grader_id, runner.kind, runner.size)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))

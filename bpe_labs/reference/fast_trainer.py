@@ -35,6 +35,7 @@ that the heap's smallest is the greatest pair.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heapify, heappop, heappush
 from operator import mul
 
@@ -402,12 +403,14 @@ def train_bpe(word_counts: dict[str, int], num_merges: int, mode: str = "char",
 
 def train_bpe_on_text(text: str, num_merges: int, mode: str = "char", tie: str = "first",
                       verbose: bool = False, parallel_count: bool = False,
-                      special_tokens: tuple[str, ...] | list[str] = ()) -> list[Pair]:
+                      special_tokens: tuple[str, ...] | list[str] = (),
+                      split: Callable[[str], list[str]] | None = None) -> list[Pair]:
     """Count the words of ``text``, then ``train_bpe``.
 
     ``special_tokens`` (``["<|endoftext|>"]``, say) cut the text where they occur and are
     dropped, so that no merge spans one. ``parallel_count`` counts whitespace words on two
-    cores (a forked process; avoid it in programs that run threads).
+    cores (a forked process; avoid it in programs that run threads). In byte mode ``split``
+    names the pre-tokenizer (``pretokenize.count_pretokens``).
 
     >>> train_bpe_on_text("low low lower", 1)
     [('l', 'o')]
@@ -415,7 +418,7 @@ def train_bpe_on_text(text: str, num_merges: int, mode: str = "char", tie: str =
     [('h', 'u'), ('hu', 'g')]
     """
     if mode == "byte":
-        word_counts = count_pretokens(text, special_tokens)
+        word_counts = count_pretokens(text, special_tokens, split)
     else:
         if special_tokens:  # a special token is a word boundary, like whitespace
             text = " ".join(split_on_special_tokens(text, special_tokens))
@@ -426,7 +429,8 @@ def train_bpe_on_text(text: str, num_merges: int, mode: str = "char", tie: str =
 BYTES = 256  # a byte-level vocabulary starts with every byte
 
 
-def train_byte_level_bpe(text: str, vocab_size: int, special_tokens: tuple[str, ...] | list[str] = ()
+def train_byte_level_bpe(text: str, vocab_size: int, special_tokens: tuple[str, ...] | list[str] = (),
+                         split: Callable[[str], list[str]] | None = None
                          ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """A CS336-style run: byte-level BPE to ``vocab_size`` = 256 + special tokens + merges.
 
@@ -434,6 +438,7 @@ def train_byte_level_bpe(text: str, vocab_size: int, special_tokens: tuple[str, 
     ties to the greater pair of bytes. Returns ``(vocab, merges)`` as CS336's ``train_bpe``
     does: ``vocab`` maps ids to bytes (the 256 bytes, then the special tokens, then one
     token per merge, fewer if the text runs out of pairs); ``merges`` are pairs of bytes.
+    ``split``: the pre-tokenizer (``pretokenize.split_gpt2``: GPT-2's regular expression).
 
     >>> vocab, merges = train_byte_level_bpe("hug hug", 258)
     >>> merges
@@ -444,7 +449,8 @@ def train_byte_level_bpe(text: str, vocab_size: int, special_tokens: tuple[str, 
     num_merges = vocab_size - BYTES - len(special_tokens)
     if num_merges < 0:
         raise ValueError(f"vocab_size {vocab_size} is below 256 bytes + {len(special_tokens)} special tokens")
-    merged = train_bpe_on_text(text, num_merges, mode="byte", tie="lexicographic", special_tokens=special_tokens)
+    merged = train_bpe_on_text(text, num_merges, mode="byte", tie="lexicographic", special_tokens=special_tokens,
+                               split=split)
     merges = [(symbol_bytes(a), symbol_bytes(b)) for a, b in merged]
     tokens = [bytes([byte]) for byte in range(BYTES)]
     tokens += [special.encode("utf-8") for special in special_tokens]

@@ -15,6 +15,10 @@ from pathlib import Path
 REAL_CORPORA = {
     "africa_galore.json": "https://storage.googleapis.com/dm-educational/assets/ai_foundations/africa_galore.json",
     "ny01.asp": "https://avalon.law.yale.edu/18th_century/ny01.asp",
+    # GPT-2's tokenizer files, as OpenAI publishes them (lab 7 compares the student's Tokenizer with tiktoken on them).
+    # They are OpenAI's: never committed (.gitignore); tests use files in their format made from merges the course trains.
+    "gpt2/encoder.json": "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",
+    "gpt2/vocab.bpe": "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe",
 }
 
 
@@ -39,6 +43,7 @@ def fetch_real_corpora(directory: Path) -> list[str]:
         except requests.RequestException as error:
             lines.append(f"could not download {url}: {error}")
             continue
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
         (directory / name).write_bytes(response.content)
         lines.append(f"wrote {directory / name} ({len(response.content):,} bytes) from {url}")
     return lines

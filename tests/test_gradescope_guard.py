@@ -1,0 +1,140 @@
+"""Gradescope's runner against a determined student, in either isolation mode.
+
+From two red-team runs:
+- a submission that is a symbolic link to ``../source/solutions/toy_bpe.ipynb`` (a zip upload can
+  carry one) scored 11/11, every part "all checks passed", for a hand-in with no code;
+- forced to the fence (``AUTOGRADER_ISOLATION=fence``), a notebook that read the solutions through
+  ctypes found the hidden tests and the solutions, and scored 11/11.
+Now the runner grades only a regular file of its own inside ``submission/``, read without following
+a link, and closes the Gradescope root to every other user, while the kernel runs under a uid of
+its own in either mode (Gradescope runs the autograder as root).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import jsonschema
+import nbformat
+import pytest
+
+from adversarial import cell_of, dump
+from autograder.labs import get_lab
+from bpe_labs import ROOT as REPO_ROOT
+from test_gradescope import RESULTS_SCHEMA, SUBMISSIONS, run_autograder, unpack, zips  # noqa: F401 (zips: a fixture)
+
+ANSWERS = ["initialize_solution", "pair_frequencies_solution", "merge_solution", "learn_solution", "tokenize_solution"]
+
+
+def results_of(root: Path) -> dict:
+    results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    jsonschema.validate(results, RESULTS_SCHEMA)
+    return results
+
+
+@pytest.mark.parametrize("how", ["symlink", "symlinked-folder", "hard-link"])
+def test_a_submission_that_links_to_the_solutions_earns_nothing(zips, tmp_path, how):  # noqa: F811
+    root = unpack(zips["toy_bpe"], tmp_path / "autograder")
+    solutions = root / "source" / "solutions"
+    if how == "symlink":
+        (root / "submission" / "toy_bpe.ipynb").symlink_to(Path("..") / "source" / "solutions" / "toy_bpe.ipynb")
+    elif how == "symlinked-folder":
+        (root / "submission" / "lab1").symlink_to(Path("..") / "source" / "solutions", target_is_directory=True)
+    else:
+        os.link(solutions / "toy_bpe.ipynb", root / "submission" / "toy_bpe.ipynb")
+    run = run_autograder(root)
+    results = results_of(root)
+    assert run.returncode == 0 and results["score"] == 0, (results["score"], results["output"])
+    assert "all checks passed" not in json.dumps(results)
+    assert ("link" in results["output"] or "No notebook" in results["output"]), results["output"]
+
+
+# -- reading the solutions through libc, in either mode -------------------------------------------
+
+STEAL = textwrap.dedent('''
+    import ctypes, json
+    _libc = ctypes.CDLL(None, use_errno=True)
+
+    def _read(path):
+        fd = _libc.open(path.encode(), 0)
+        if fd < 0:
+            return None
+        chunks, buffer = [], ctypes.create_string_buffer(1 << 16)
+        while True:
+            got = _libc.read(fd, buffer, 1 << 16)
+            if got <= 0:
+                break
+            chunks.append(buffer.raw[:got])
+        _libc.close(fd)
+        return b"".join(chunks)
+
+    _text = _read({path!r})
+    _STOLEN = {{}}
+    if _text:
+        for _cell in json.loads(_text)["cells"]:
+            _id = _cell.get("metadata", {{}}).get("nbgrader", {{}}).get("grade_id")
+            if _id:
+                _STOLEN[_id] = "".join(_cell["source"])
+    print("read the solutions through libc:", bool(_text))
+''')
+
+
+def stealing_notebook(solutions: Path) -> bytes:
+    """The released notebook, every answer replaced by the solution's, read through libc."""
+    nb = nbformat.read(REPO_ROOT / "notebooks" / "toy_bpe.ipynb", as_version=4)
+    for cell_id in ANSWERS:
+        cell_of(nb, cell_id).source = f"exec(_STOLEN.get({cell_id!r}, 'raise NotImplementedError()'))"
+    cell_of(nb, ANSWERS[0]).source = STEAL.format(path=str(solutions)) + "\n" + cell_of(nb, ANSWERS[0]).source
+    return dump(nb)
+
+
+def python_open_to_others() -> Path | None:
+    """A virtual environment whose Python every user can run, with this environment's packages
+    (a .pth file names them): what a kernel under a uid of its own needs. Gradescope's image has
+    one (Ubuntu's python3, the venv in /opt); this machine's own Python may lie in a private folder."""
+    candidate = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    if not candidate.exists():
+        return None
+    venv = Path(tempfile.mkdtemp(prefix="gs-venv-", dir="/tmp"))
+    subprocess.run([str(candidate), "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    import sysconfig
+
+    (site / "full.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    for path in [venv, *venv.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return venv
+
+
+@pytest.fixture(scope="module")
+def open_venv():
+    venv = python_open_to_others()
+    yield venv
+    if venv is not None:
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+@pytest.mark.parametrize("isolation", ["boundary", "fence"])
+def test_reading_the_solutions_through_libc_earns_nothing_in_either_mode(isolation, zips, tmp_path, open_venv):  # noqa: F811
+    if os.geteuid() != 0:
+        pytest.skip("Gradescope runs the autograder as root; a uid of the kernel's own needs root")
+    if isolation == "fence" and open_venv is None:
+        pytest.skip("no Python here that a kernel under a uid of its own could run")
+    root = unpack(zips["toy_bpe"], tmp_path / "autograder")
+    solutions = root / "source" / "solutions" / "toy_bpe.ipynb"
+    (root / "submission" / "toy_bpe.ipynb").write_bytes(stealing_notebook(solutions))
+    extra = {"AUTOGRADER_ISOLATION": "fence"} if isolation == "fence" else {}
+    run = run_autograder(root, venv=open_venv if isolation == "fence" else Path(sys.prefix), **extra)
+    results = results_of(root)
+    assert run.returncode == 0, run.stdout[-3000:]
+    isolation_line = next(line for line in run.stdout.splitlines() if "kernel isolation:" in line)
+    assert ("fence+uid" in isolation_line) if isolation == "fence" else ("landlock" in isolation_line), isolation_line
+    assert results["score"] == 0, (results["score"], run.stdout[-2000:])
+    assert [test["score"] for test in results["tests"]] == [0] * len(get_lab("toy_bpe").parts)
