@@ -300,7 +300,11 @@ class Platform:
         @app.post("/deep-link-return")
         async def deep_link_return(request: Request):
             form = dict(await request.form())
-            items = await run_in_threadpool(self.config.validate_deeplinking_resp, {"JWT": form.get("JWT", "")})
+            try:  # the tool's signature, checked against its JWKS by lti1p3platform
+                items = await run_in_threadpool(self.config.validate_deeplinking_resp, {"JWT": form.get("JWT", "")})
+            except Exception as error:
+                return HTMLResponse(f"<p>refused: {html.escape(type(error).__name__)}: {html.escape(str(error))}</p>",
+                                    status_code=400)
             made = []
             for item in items:
                 lineitem = self.new_lineitem(item["lineItem"]) if item.get("lineItem") else None

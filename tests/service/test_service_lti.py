@@ -8,9 +8,14 @@ are refused with a page that says why, and leave nothing in the database.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import re
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -21,7 +26,7 @@ from bs4 import BeautifulSoup
 
 from lti_browser import Browser
 from lti_platform import INSTRUCTOR, LEARNER, Platform, key_pair
-from service_helpers import EXAMPLES, INSTRUCTOR_PASSWORD, command, make_service
+from service_helpers import EXAMPLES, INSTRUCTOR_PASSWORD, make_service
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -32,10 +37,12 @@ TOY_POINTS = 11  # toy_bpe's parts: 2 + 2 + 2 + 3 + 2
 def lti(tmp_path_factory):
     """The service with an LTI configuration, and the platform it is registered with."""
     folder = tmp_path_factory.mktemp("lti")
+    keys = subprocess.Popen([sys.executable, "-m", "autograder", "lti-keys", str(folder / "keys")],  # beside make_service's
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     server = make_service(folder, "--workers", "1", "--rate", "0", "--counted", "best",
                           students=["s001", "s002", "s003"])
-    made = command("lti-keys", str(folder / "keys"))
-    assert made.returncode == 0 and "lti-private.pem" in made.stdout, made.stderr
+    said, complaint = keys.communicate(timeout=120)
+    assert keys.returncode == 0 and "lti-private.pem" in said, complaint
     platform = Platform(server.url)
     platform.start()
     (folder / "lti.json").write_text(json.dumps({platform.registration.get_iss(): [{
@@ -69,6 +76,12 @@ def launch(platform: Platform, link, user: str, target: str = "window") -> tuple
     return browser, page
 
 
+def lab_form(chooser: httpx.Response, lab: str) -> int:
+    """The index of the chooser's form that picks ``lab``."""
+    forms = BeautifulSoup(chooser.text, "html.parser").find_all("form")
+    return [i for i, form in enumerate(forms) if form.find("input", {"name": "lab", "value": lab})][0]
+
+
 def wait_for(condition, seconds: float = 180, what: str = ""):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -86,8 +99,7 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
     chooser = teacher.submit(teacher.go("GET", platform.deep_link_url("lms-teacher")))
     assert chooser.status_code == 200 and "Which lab is this assignment?" in chooser.text, chooser.text[:800]
     assert "frame-ancestors *" in chooser.headers["content-security-policy"] and "x-frame-options" not in chooser.headers
-    forms = BeautifulSoup(chooser.text, "html.parser").find_all("form")
-    toy = [i for i, form in enumerate(forms) if form.find("input", {"name": "lab", "value": "toy_bpe"})][0]
+    toy = lab_form(chooser, "toy_bpe")
     answer = teacher.submit(chooser, toy)
     assert answer.status_code == 200 and 'name="JWT"' in answer.text
     assert urlsplit(teacher.form(answer)[0]).netloc == urlsplit(platform.url).netloc
@@ -110,6 +122,9 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
     with sqlite3.connect(server.db) as db:
         assert db.execute("SELECT via, student_id FROM web_sessions ORDER BY created_at DESC").fetchone() == ("lti", "s001")
         assert db.execute("SELECT student_id, lab, lti_user_id FROM lti_links").fetchall() == [("s001", "toy_bpe", "lms-1")]
+    # A classmate opens the same assignment: their own gradebook link, which s001's results never use.
+    classmate, form = launch(platform, link, "lms-2")
+    assert urlsplit(str(classmate.submit(form).url)).path == "/me"
 
     # ... hands in the lab on the page; it is graded; the gradebook gets the score and the feedback's address.
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
@@ -127,59 +142,45 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
     posted = wait_for(lambda: platform.scores.get(link.lineitem_id, {}).get("lms-1"), 60, "the score in the LMS gradebook")
     assert posted["scoreGiven"] == score and posted["scoreMaximum"] == TOY_POINTS
     assert posted["gradingProgress"] == "FullyGraded" and posted["activityProgress"] == "Completed"
+    assert set(platform.scores[link.lineitem_id]) == {"lms-1"}  # nothing in the classmate's cell
     feedback = re.search(r"Feedback: (\S+)", posted["comment"]).group(1)
     assert feedback == f"{server.url}/me/submissions/{submission_id}"
     shown = student.go("GET", feedback)
     assert shown.status_code == 200 and f"{score:g}" in shown.text
+    assert classmate.go("GET", feedback).status_code == 404  # the classmate cannot read it
+
     def link_row(query: str):  # the poster writes what it posted once the LMS has answered
         with sqlite3.connect(server.db) as db:
-            return db.execute(query).fetchone()
+            return db.execute(query + " WHERE student_id = 's001'").fetchone()
 
     assert wait_for(lambda: link_row("SELECT wanted = posted, posted_submission_id, posted_score, error FROM lti_links")
                     == (1, submission_id, score, None), 30, "the link marked posted")
 
-    # A worse attempt is graded and posted again: the gradebook keeps the counted one (--counted best).
-    csrf = re.search(r'name="csrf" value="([^"]+)"', student.go("GET", f"{server.url}/me").text).group(1)
-    worse = student.go("POST", f"{server.url}/me/submissions", data={"csrf": csrf},
-                       files={"notebook": ("toy_bpe.ipynb", (EXAMPLES / "toy-untouched.ipynb").read_bytes())})
-    worse_id = int(urlsplit(str(worse.url)).path.rsplit("/", 1)[-1])
-    submission_id, first = worse_id, posted
-    assert wait_for(graded, what="the second result")[1] < score
-    again = wait_for(lambda: (lambda now: now if now is not first else None)(platform.scores[link.lineitem_id]["lms-1"]),
-                     60, "the second post")
-    assert again["scoreGiven"] == score and f"/me/submissions/{feedback.rsplit('/', 1)[-1]}" in again["comment"]
-    assert wait_for(lambda: link_row("SELECT wanted, posted FROM lti_links") == (3, 3), 30,
-                    "the link marked posted")  # the launch, and two results
-
-
-def test_a_post_the_lms_refuses_is_shown_to_instructors_and_tried_again(lti):
-    server, platform = lti
-    link = platform.add_link({"lab": "toy_bpe"}, score_maximum=TOY_POINTS)
+    # A worse attempt is graded while the LMS's gradebook is away: the failing post is shown to instructors
+    # and tried again, and the gradebook then keeps the counted attempt (--counted best), not the last.
+    first_id, first = submission_id, posted
     platform.scores_down = True
     try:
-        student, form = launch(platform, link, "lms-3")
-        page = student.submit(form)
-        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
-        student.go("POST", f"{server.url}/me/submissions", data={"csrf": csrf},
-                   files={"notebook": ("toy_bpe.ipynb", (EXAMPLES / "toy-untouched.ipynb").read_bytes())})
-
-        def failing():
-            with sqlite3.connect(server.db) as db:
-                return db.execute("SELECT tries, error FROM lti_links WHERE student_id = 's003' AND error IS NOT NULL").fetchone()
-
-        tries, error = wait_for(failing, what="a failed post")
-        assert tries >= 1 and "503" in error and not platform.scores.get(link.lineitem_id)
+        csrf = re.search(r'name="csrf" value="([^"]+)"', student.go("GET", f"{server.url}/me").text).group(1)
+        worse = student.go("POST", f"{server.url}/me/submissions", data={"csrf": csrf},
+                           files={"notebook": ("toy_bpe.ipynb", (EXAMPLES / "toy-untouched.ipynb").read_bytes())})
+        submission_id = int(urlsplit(str(worse.url)).path.rsplit("/", 1)[-1])
+        assert wait_for(graded, what="the second result")[1] < score
+        tries, error = wait_for(lambda: (lambda row: row if row[1] else None)(link_row("SELECT tries, error FROM lti_links")),
+                                60, "a failed post")
+        assert tries >= 1 and "503" in error and platform.scores[link.lineitem_id]["lms-1"] is first
         staff = Browser()
-        form = staff.go("GET", f"{server.url}/dashboard/signin")
-        signed = staff.submit(form, username="prof", password=INSTRUCTOR_PASSWORD)
+        signed = staff.submit(staff.go("GET", f"{server.url}/dashboard/signin"), username="prof", password=INSTRUCTOR_PASSWORD)
         line = BeautifulSoup(signed.text, "html.parser").find(id="lms").get_text(" ", strip=True)
-        assert "1 failing" in line and "s003, toy_bpe" in line and "503" in line, line
+        assert "1 failing" in line and "s001, toy_bpe" in line and "503" in line, line
     finally:
         platform.scores_down = False
-    posted = wait_for(lambda: platform.scores.get(link.lineitem_id, {}).get("lms-3"), 60, "the post tried again")
-    with sqlite3.connect(server.db) as db:
-        score = db.execute("SELECT score FROM submissions WHERE student_id = 's003'").fetchone()[0]
-    assert posted["scoreGiven"] == score
+    again = wait_for(lambda: (lambda now: now if now is not first else None)(platform.scores[link.lineitem_id]["lms-1"]),
+                     60, "the post tried again")
+    assert again["scoreGiven"] == score and again["comment"].endswith(f"/me/submissions/{first_id}")
+    assert wait_for(lambda: link_row("SELECT wanted, posted, error FROM lti_links") == (3, 3, None), 30,
+                    "the link marked posted")  # the launch, and two results
+    assert set(platform.scores[link.lineitem_id]) == {"lms-1"}
 
 
 def test_names_and_roles_build_the_roster(lti):
@@ -189,7 +190,9 @@ def test_names_and_roles_build_the_roster(lti):
     newcomer, form = launch(platform, link, "lms-new")
     refused = newcomer.submit(form)
     assert refused.status_code == 403 and "not on this course" in refused.text and not newcomer.session_cookie()
-    assert counts(server)["students"] == before["students"]
+    after = counts(server)  # no session, no gradebook link, no roster entry; the launch's state gone
+    assert {k: v for k, v in after.items() if k != "lti_state"} == {k: v for k, v in before.items() if k != "lti_state"}
+    assert after["lti_state"] <= before["lti_state"]
 
     teacher, form = launch(platform, link, "lms-teacher")
     page = teacher.submit(form)
@@ -205,14 +208,29 @@ def test_names_and_roles_build_the_roster(lti):
     assert page.status_code == 200 and "Katherine Johnson" in page.text and newcomer.session_cookie()
 
 
-def _tampered(token: str, **claims) -> str:
-    """The id_token with its payload changed and its signature kept (a student editing the launch form)."""
-    import base64
+def _part(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
+
+def _claims(token: str) -> tuple[dict, dict]:
+    """A JWT's header and payload, read without checking anything."""
+    header, payload = (json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))) for part in token.split(".")[:2])
+    return header, payload
+
+
+def _tampered(token: str, **claims) -> str:
+    """The JWT with its payload changed and its signature kept (a student editing the launch form)."""
     header, payload, signature = token.split(".")
-    body = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    body.update(claims)
-    return ".".join([header, base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("="), signature])
+    return ".".join([header, _part(json.dumps({**_claims(token)[1], **claims}).encode()), signature])
+
+
+def _self_signed(token: str, alg: str, secret: bytes = b"", **claims) -> str:
+    """The JWT changed and signed again by whoever changed it: ``alg`` none (no signature), or HS256 keyed
+    with a key they know (the platform's *public* key: the classic confusion of RS256 and HS256)."""
+    header, payload = _claims(token)
+    signing = f"{_part(json.dumps({**header, 'alg': alg}).encode())}.{_part(json.dumps({**payload, **claims}).encode())}"
+    signature = hmac.new(secret, signing.encode(), hashlib.sha256).digest() if alg == "HS256" else b""
+    return f"{signing}.{_part(signature)}"
 
 
 def test_refused_launches_say_why_and_record_nothing(lti):
@@ -242,6 +260,25 @@ def test_refused_launches_say_why_and_record_nothing(lti):
         refused(browser.submit(form), browser, 403, "signature is wrong", before)
     finally:
         platform.registration.set_platform_private_key(real)
+
+    # a launch a student signs themselves, as another student: with no signature (alg none), and with
+    # HMAC keyed by the platform's public key (which anyone can read at its JWKS address)
+    for alg, secret in (("none", b""), ("HS256", platform.public_key.encode())):
+        browser, form = launch(platform, link, "lms-2")
+        action, fields = browser.form(form)
+        forged = _self_signed(fields["id_token"], alg, secret, sub="lms-1", email="s001@example.edu")
+        refused(browser.go("POST", action, data={**fields, "id_token": forged}), browser, 403, "signature is wrong", before)
+
+    # a launch the LMS signed for another tool (another client id): not this service's to take
+    platform.registration.set_client_id("another-tool")
+    try:
+        browser = Browser()
+        page = browser.go("GET", platform.launch_url(link, "lms-2"))
+        if 'name="id_token"' in page.text:  # the login step may let it through: the launch may not
+            page = browser.submit(page)
+        refused(page, browser, 403, "not registered with this grading service", before)
+    finally:
+        platform.registration.set_client_id("bpe-labs-client")
 
     # a message that expired before it arrived
     platform.id_token_seconds = -120
@@ -289,6 +326,39 @@ def test_refused_launches_say_why_and_record_nothing(lti):
     refused(browser.submit(form), browser, 404, "no_such_lab", before)
 
 
+def test_only_an_instructor_chooses_the_lab_and_the_answer_is_signed(lti):
+    """A deep-linking request a student gets, the chooser's form edited or posted from another site, and
+    the tool's signed answer changed on its way to the LMS: each refused, no assignment made."""
+    server, platform = lti
+    made, before = len(platform.deep_linked), counts(server)
+    student = Browser()
+    page = student.submit(student.go("GET", platform.deep_link_url("lms-2")))
+    assert page.status_code == 403 and "Only an instructor chooses" in page.text and not student.session_cookie()
+    after = counts(server)
+    assert {k: v for k, v in after.items() if k != "lti_state"} == {k: v for k, v in before.items() if k != "lti_state"}
+
+    teacher = Browser()
+    chooser = teacher.submit(teacher.go("GET", platform.deep_link_url("lms-teacher")))
+    action, fields = teacher.form(chooser, lab_form(chooser, "toy_bpe"))
+    for changes, headers, status, why in (
+            ({"lab": "no_such_lab"}, {}, 404, "no_such_lab"),  # a lab the course does not have
+            ({}, {"Origin": "https://evil.example"}, 403, "did not come from this site"),  # another site's page
+            ({"launch_id": "lti1p3-launch-" + "0" * 36}, {}, 403, "already used")):  # a launch id made up
+        answer = teacher.go("POST", action, data={**fields, **changes}, headers=headers)
+        assert answer.status_code == status and why in answer.text and 'name="JWT"' not in answer.text, answer.text[:800]
+
+    answer = teacher.go("POST", action, data=fields)
+    return_url, signed = teacher.form(answer)
+    items_claim = "https://purl.imsglobal.org/spec/lti-dl/claim/content_items"
+    items = _claims(signed["JWT"])[1][items_claim]
+    other = [{**item, "custom": {"lab": "fast_bpe"}} for item in items]
+    taken = teacher.go("POST", return_url, data={"JWT": _tampered(signed["JWT"], **{items_claim: other})})
+    assert taken.status_code == 400 and "refused" in taken.text and "Signature" in taken.text, taken.text[:300]
+    assert len(platform.deep_linked) == made
+    assert "added: link-" in teacher.go("POST", return_url, data=signed).text  # the answer as the tool signed it
+    assert platform.deep_linked[-1]["custom"] == {"lab": "toy_bpe"}
+
+
 def test_a_launch_in_a_frame_goes_on_in_a_window_with_a_one_time_link(lti):
     server, platform = lti
     browser, form = launch(platform, platform.add_link({"lab": "gpt2_bpe"}, score_maximum=10), "lms-2", target="iframe")
@@ -321,12 +391,16 @@ def test_keys_configuration_and_the_tool_addresses(lti, tmp_path):
     assert len(keys) == 1 and keys[0]["kty"] == "RSA" and keys[0]["alg"] == "RS256" and "d" not in keys[0]
     canvas = httpx.get(f"{server.url}/lti/canvas.json").json()
     assert canvas["oidc_initiation_url"] == f"{server.url}/lti/login" and canvas["public_jwk_url"] == f"{server.url}/lti/jwks"
-    again = command("lti-keys", str(server.folder / "keys"))
-    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "not overwritten" in again.stderr
     (tmp_path / "broken.json").write_text('{"https://lms.example.edu": {"client_id": "x"}}', encoding="utf-8")
-    for config, why in ((tmp_path / "missing.json", "could not be read"), (tmp_path / "broken.json", "auth_login_url")):
-        started = command("serve", "--db", str(tmp_path / "x.db"), "--lti", str(config))
-        assert started.returncode == 2 and started.stderr.count("\n") == 1 and why in started.stderr, started.stderr
+    mistakes = {  # three commands at once: each is a Python start-up, the test waits for one
+        "not overwritten": ["lti-keys", str(server.folder / "keys")],
+        "could not be read": ["serve", "--db", str(tmp_path / "x.db"), "--lti", str(tmp_path / "missing.json")],
+        "auth_login_url": ["serve", "--db", str(tmp_path / "y.db"), "--lti", str(tmp_path / "broken.json")]}
+    running = {why: subprocess.Popen([sys.executable, "-m", "autograder", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True) for why, args in mistakes.items()}
+    for why, process in running.items():
+        _out, said = process.communicate(timeout=120)
+        assert process.returncode == 2 and said.count("\n") == 1 and why in said, (why, said)
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed (apt-get install chromium; .ci/run does)")
