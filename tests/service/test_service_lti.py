@@ -40,7 +40,7 @@ def lti(tmp_path_factory):
     keys = subprocess.Popen([sys.executable, "-m", "autograder", "lti-keys", str(folder / "keys")],  # beside make_service's
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     server = make_service(folder, "--workers", "1", "--rate", "0", "--counted", "best",
-                          students=["s001", "s002", "s003"])
+                          students=["s001", "s002", "s003", "s004"])  # s004: on the roster, not in the LMS
     said, complaint = keys.communicate(timeout=120)
     assert keys.returncode == 0 and "lti-private.pem" in said, complaint
     platform = Platform(server.url)
@@ -119,8 +119,13 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
     assert page.status_code == 200 and urlsplit(str(page.url)).path == "/me", page.text[:800]
     assert "Student s001" in page.text and "Hand in a notebook" in page.text
     assert counts(server)["web_sessions"] == before["web_sessions"] + 1
+    state = [c for c in student.set_cookies if c.startswith("lti1p3-state-")][0].lower()  # the OIDC state, across sites
+    assert all(flag in state for flag in ("samesite=none", "secure", "httponly", "partitioned", "max-age"))
+    session_value = student.jars[urlsplit(server.url).netloc]["autograder_session"]
     with sqlite3.connect(server.db) as db:
         assert db.execute("SELECT via, student_id FROM web_sessions ORDER BY created_at DESC").fetchone() == ("lti", "s001")
+        stored = " ".join(str(value) for row in db.execute("SELECT * FROM web_sessions") for value in row)
+        assert session_value not in stored  # kept hashed
         assert db.execute("SELECT student_id, lab, lti_user_id FROM lti_links").fetchall() == [("s001", "toy_bpe", "lms-1")]
     # A classmate opens the same assignment: their own gradebook link, which s001's results never use.
     classmate, form = launch(platform, link, "lms-2")
@@ -182,6 +187,13 @@ def test_deep_linked_lab_launched_by_a_student_is_graded_and_the_gradebook_gets_
                     "the link marked posted")  # the launch, and two results
     assert set(platform.scores[link.lineitem_id]) == {"lms-1"}
 
+    # Another assignment of the lab (a column made by hand), opened after handing in: the counted attempt goes there at once.
+    later = platform.add_link({"lab": "toy_bpe"}, score_maximum=TOY_POINTS)
+    again_browser, form = launch(platform, later, "lms-1")
+    assert urlsplit(str(again_browser.submit(form).url)).path == "/me"
+    at_once = wait_for(lambda: platform.scores.get(later.lineitem_id, {}).get("lms-1"), 30, "the post of a later launch")
+    assert at_once["scoreGiven"] == score and at_once["comment"].endswith(f"/me/submissions/{first_id}")
+
 
 def test_names_and_roles_build_the_roster(lti):
     server, platform = lti
@@ -203,6 +215,8 @@ def test_names_and_roles_build_the_roster(lti):
         assert db.execute("SELECT name, email, on_roster FROM students WHERE student_id = 'n100'").fetchone() == \
             ("Katherine Johnson", "kj@example.edu", 1)
         assert db.execute("SELECT name FROM students WHERE student_id = 's001'").fetchone() == ("Ada Lovelace",)
+        assert db.execute("SELECT on_roster FROM students WHERE student_id = 's004'").fetchone() == (1,)  # nobody removed
+        assert db.execute("SELECT count(*) FROM students WHERE email = 'hopper@example.edu'").fetchone() == (0,)  # learners only
     newcomer, form = launch(platform, link, "lms-new")
     page = newcomer.submit(form)
     assert page.status_code == 200 and "Katherine Johnson" in page.text and newcomer.session_cookie()
@@ -389,13 +403,23 @@ def test_keys_configuration_and_the_tool_addresses(lti, tmp_path):
     server, platform = lti
     keys = httpx.get(f"{server.url}/lti/jwks").json()["keys"]
     assert len(keys) == 1 and keys[0]["kty"] == "RSA" and keys[0]["alg"] == "RS256" and "d" not in keys[0]
+    assert (server.folder / "keys" / "lti-private.pem").stat().st_mode & 0o077 == 0  # owner-only
     canvas = httpx.get(f"{server.url}/lti/canvas.json").json()
     assert canvas["oidc_initiation_url"] == f"{server.url}/lti/login" and canvas["public_jwk_url"] == f"{server.url}/lti/jwks"
+    assert canvas["target_link_uri"] == f"{server.url}/lti/launch"
+    assert {"https://purl.imsglobal.org/spec/lti-ags/scope/score",
+            "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"} <= set(canvas["scopes"])
+    canvas_extension = canvas["extensions"][0]
+    assert canvas_extension["privacy_level"] == "public"
+    assert {p["message_type"] for p in canvas_extension["settings"]["placements"]} == {"LtiDeepLinkingRequest"}
+    started = server.log.read_text(encoding="utf-8")  # what serve printed: the addresses an LMS asks for
+    assert f"login {server.url}/lti/login, launch {server.url}/lti/launch, keys {server.url}/lti/jwks" in started
+
     (tmp_path / "broken.json").write_text('{"https://lms.example.edu": {"client_id": "x"}}', encoding="utf-8")
-    mistakes = {  # three commands at once: each is a Python start-up, the test waits for one
+    mistakes = {  # the commands at once: each is a Python start-up, the test waits for one (the checks: test_lti_units.py)
         "not overwritten": ["lti-keys", str(server.folder / "keys")],
-        "could not be read": ["serve", "--db", str(tmp_path / "x.db"), "--lti", str(tmp_path / "missing.json")],
-        "auth_login_url": ["serve", "--db", str(tmp_path / "y.db"), "--lti", str(tmp_path / "broken.json")]}
+        "could not be read": ["serve", "--db", str(tmp_path / "a.db"), "--lti", str(tmp_path / "missing.json")],
+        "auth_login_url": ["serve", "--db", str(tmp_path / "b.db"), "--lti", str(tmp_path / "broken.json")]}
     running = {why: subprocess.Popen([sys.executable, "-m", "autograder", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True) for why, args in mistakes.items()}
     for why, process in running.items():
