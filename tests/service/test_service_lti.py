@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -318,6 +319,18 @@ def test_refused_launches_say_why_and_record_nothing(lti):
     refused(browser.go("POST", action, data=fields), browser, 403, "already used", before)
     replay = Browser()
     refused(replay.go("POST", action, data=fields), replay, 403, "did not start in this browser", before)
+
+    # the same launch posted four times at once (its state cookie with each): one signs in, three are refused
+    browser, form = launch(platform, link, "lms-2")
+    action, fields = browser.form(form)
+    cookie = "; ".join(f"{name}={value}" for name, value in browser.jars[urlsplit(action).netloc].items())
+    sessions = counts(server)["web_sessions"]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: httpx.post(action, data=fields, headers={"Cookie": cookie, "Origin": platform.url},
+                                                     timeout=60), range(4)))
+    assert sorted(answer.status_code for answer in answers) == [303, 403, 403, 403], [a.text[:200] for a in answers]
+    assert counts(server)["web_sessions"] == sessions + 1
+    before = counts(server)
 
     # an LMS this service does not know: refused at its login already
     platform.registration.set_iss("https://unknown-lms.example.edu")
