@@ -117,7 +117,7 @@ def extremes() -> dict[str, bytes]:
     return files
 
 
-@settings(max_examples=int(os.environ.get("BPE_LABS_FUZZ_EXAMPLES", 150)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=int(os.environ.get("BPE_LABS_FUZZ_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(mutants())
 def test_every_step_without_a_kernel_survives_a_mutated_notebook(tmp_path_factory, raw):
     folder = tmp_path_factory.mktemp("mutant")

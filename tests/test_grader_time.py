@@ -39,11 +39,11 @@ SAME_HASH_REPLY = textwrap.dedent(f'''
     _one = '["returned",' + _set + ']'
     _honest_call, _honest_each = _codec.call_in_namespace, _codec.call_each_in_namespace
 
-    def _call(namespace, name, payload):
-        return _one if name == "tokenize" else _honest_call(namespace, name, payload)
+    def _call(namespace, name, payload, *more, **keywords):
+        return _one if name == "tokenize" else _honest_call(namespace, name, payload, *more, **keywords)
 
-    def _each(namespace, name, payload, seconds=0.0):
-        return "[" + _one + "]" if name == "tokenize" else _honest_each(namespace, name, payload, seconds)
+    def _each(namespace, name, payload, *more, **keywords):  # every other call as the grader made it
+        return "[" + _one + "]" if name == "tokenize" else _honest_each(namespace, name, payload, *more, **keywords)
 
     _codec.call_in_namespace, _codec.call_each_in_namespace = _call, _each
 ''')

@@ -23,3 +23,15 @@ def service(tmp_path_factory):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def shared_server_still_up(request):
+    """After each test of the shared server: if it ended, say so with its log's last lines (a later test
+    would only see its port refused)."""
+    yield
+    if "service" in request.fixturenames:
+        server = request.getfixturevalue("service")
+        if server.process is not None and server.process.poll() is not None:
+            pytest.fail(f"the shared server ended during this test (exit code {server.process.returncode}):\n"
+                        f"{server.log.read_text(encoding='utf-8', errors='replace')[-4000:]}")

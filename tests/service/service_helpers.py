@@ -149,6 +149,17 @@ def rows(server: Server, student: str | None = None) -> list[tuple]:
         return connection.execute(query + " ORDER BY id").fetchall()
 
 
+def described(processes: list[psutil.Process]) -> list[str]:
+    """Each process as ``pid status: command line`` (what a failing test says was left running)."""
+    lines = []
+    for process in processes:
+        try:
+            lines.append(f"{process.pid} {process.status()}: {' '.join(process.cmdline())[:200]}")
+        except psutil.Error as error:
+            lines.append(f"{process.pid}: {type(error).__name__}")
+    return lines
+
+
 def all_gone(processes: list[psutil.Process], seconds: float = 20) -> list[psutil.Process]:
     """The processes still alive after ``seconds`` (zombies count as gone)."""
     deadline = time.monotonic() + seconds

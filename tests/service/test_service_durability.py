@@ -9,7 +9,7 @@ import time
 import nbformat
 import psutil
 
-from service_helpers import EXAMPLES, all_gone, make_service, rows, upload, wait_result
+from service_helpers import EXAMPLES, all_gone, described, make_service, rows, upload, wait_result
 
 ORDER = [("s001", "toy-correct", 11), ("s002", "gpt2-correct", 10), ("s003", "toy-merge-overlaps", 9)]
 
@@ -39,7 +39,8 @@ def test_the_server_killed_with_jobs_queued_loses_none_and_each_gets_one_result(
         assert len(family) >= 3  # the server, its grading process, a worker (and its kernels)
         server.process.send_signal(signal.SIGKILL)
         server.process.wait(30)
-        assert all_gone(family) == [], "processes outlived the killed server"
+        left = all_gone(family)
+        assert left == [], f"processes outlived the killed server: {described(left)}"
         before = {number: status for number, _, _, status, *_ in rows(server)}
         assert "grading" in before.values() and "queued" in before.values()
         server.start()  # the same database
