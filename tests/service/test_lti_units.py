@@ -103,6 +103,8 @@ def test_the_configuration_is_checked_entry_by_entry(tmp_path: Path):
         else:
             with pytest.raises(ConfigError, match=why):
                 load(path)
+    with pytest.raises(ConfigError, match="could not be read"):
+        load(tmp_path / "missing.json")
     (tmp_path / "not-json.json").write_text("{", encoding="utf-8")
     with pytest.raises(ConfigError, match="is not JSON"):
         load(tmp_path / "not-json.json")
