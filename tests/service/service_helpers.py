@@ -46,6 +46,7 @@ class Server:
     tokens: dict[str, str]
     process: subprocess.Popen | None = None
     args: list[str] = field(default_factory=list)
+    program: list[str] = field(default_factory=lambda: ["-m", "autograder"])  # what Python runs: the real command
 
     def client(self, student: str | None = None, token: str | None = None) -> httpx.Client:
         token = token or (self.tokens[student] if student else None)
@@ -54,7 +55,7 @@ class Server:
 
     def start(self) -> None:
         log = open(self.log, "a", encoding="utf-8")
-        self.process = subprocess.Popen([sys.executable, "-m", "autograder", "serve", *self.args], stdout=log,
+        self.process = subprocess.Popen([sys.executable, *self.program, "serve", *self.args], stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         wait_healthy(self)
 
