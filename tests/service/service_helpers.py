@@ -134,6 +134,19 @@ def wait_result(client: httpx.Client, submission_id: int, seconds: float = 180) 
     raise AssertionError(f"submission {submission_id} has no result after {seconds} s")
 
 
+def one_result(server: Server, student: str, example: str = "toy-merge-overlaps") -> dict:
+    """Start ``server``, hand in one example notebook as ``student``, wait for its result, stop the
+    server (whatever happened); the result as the API gives it."""
+    server.start()
+    try:
+        with server.client(student) as client:
+            queued = upload(client, EXAMPLES / f"{example}.ipynb")
+            assert queued.status_code == 202, queued.text
+            return wait_result(client, queued.json()["id"])
+    finally:
+        server.stop()
+
+
 def upload(client: httpx.Client, path: Path | None = None, content: bytes | None = None, name: str | None = None) -> httpx.Response:
     data = content if content is not None else Path(path).read_bytes()
     return client.post("/api/v1/submissions", files={"notebook": (name or (Path(path).name if path else "x.ipynb"), data)})
