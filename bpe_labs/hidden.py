@@ -97,21 +97,24 @@ def reported_as(bridge: str, method: str):
     values only) is reported as ``method``'s: "Tokenizer.encode raised KeyError", not
     "tokenizer_results raised KeyError". (Outside the grader nothing is renamed.)
 
+    The grader marks such an error with ``(function called, class)`` (``autograder/kernel.py``), from
+    which ``verdicts.py`` writes "<function> raised <class>":
+
     >>> error = KeyError("x")
-    >>> error.autograder_student = "tokenizer_results raised KeyError: 'x'"
+    >>> error.autograder_student = ("tokenizer_results", "KeyError")
     >>> try:
     ...     with reported_as("tokenizer_results", "Tokenizer.encode"):
     ...         raise error
     ... except KeyError as raised:
     ...     print(raised.autograder_student)
-    Tokenizer.encode raised KeyError: 'x'
+    ('Tokenizer.encode', 'KeyError')
     """
     try:
         yield
     except Exception as error:
         said = getattr(error, "autograder_student", None)
-        if isinstance(said, str) and said.startswith(f"{bridge} raised "):
-            error.autograder_student = method + said[len(bridge):]
+        if isinstance(said, tuple) and len(said) == 2 and said[0] == bridge:
+            error.autograder_student = (method, said[1])
         raise
 
 
