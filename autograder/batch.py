@@ -35,7 +35,7 @@ from autograder.grade import Settings, error_result, grade_file
 from autograder.kernel import isolation_status
 from autograder.identity import Roster
 from autograder.intake import file_sha256, find_submissions, read_submission
-from autograder.ledger import Rows, all_rows, stored_results
+from autograder.ledger import ROWS_FILE, Rows, all_rows, keep_rows, stored_results
 from autograder.names import file_name, terminal
 from autograder.result import DUPLICATE, GRADER_ERROR, MISSING, NOT_A_NOTEBOOK, NOT_A_REGULAR_FILE, WORKER_LOST, GradeResult
 from autograder.resume import load_key, signed, trusted
@@ -323,7 +323,8 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
             bar.set_postfix_str(terminal(f"{result.student_id}: {result.status} in {result.seconds:.1f}s"))
             bar.update()
             if len(results) == expected:  # the last one: the report is drawn while the workers stop
-                painter.start(adjustments.for_reports(rows(), db_path), out_dir)
+                everything = rows()
+                painter.start(everything.holding(adjustments.for_reports(everything, db_path)), out_dir)
     except KeyboardInterrupt:
         interrupted = Interrupted(len(results), expected)
     else:
@@ -338,6 +339,7 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
         raise interrupted from None
     formgrader.write_course_or_say_why(out_dir, results, db_path)  # nbgrader's formgrader on this gradebook
     everything = rows()  # the autograder's own results
+    _keep_rows(everything, out_dir, key)
     everything.reported = everything.holding(adjustments.for_reports(everything, db_path))  # with changes made in formgrader
     write_reports(everything.reported, out_dir, painter)
     return everything
@@ -350,6 +352,18 @@ def _keep(result: GradeResult, path: Path, key: bytes, bar) -> None:
     except OSError as error:
         bar.write(terminal(f"the result of {result.file} could not be kept in {path.parent} ({error.strerror}): "
                            "a rerun grades it again"), file=sys.stderr)
+
+
+def _keep_rows(rows: Rows, out_dir: Path, key: bytes) -> None:
+    """OUT/rows.json, which ``export`` reports again (ledger.py); if it cannot be written, no older one
+    stays to be reported instead."""
+    try:
+        keep_rows(rows, out_dir, key)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            (out_dir / ROWS_FILE).unlink()
+        print(terminal(f"note: {out_dir / ROWS_FILE} could not be written ({error.strerror}): grade again before "
+                       f"`bpe-labs export {out_dir}`"), file=sys.stderr)
 
 
 def write_reports(results: list[GradeResult], out_dir: Path, painter=None) -> None:

@@ -54,10 +54,15 @@ def test_each_lost_worker_costs_at_most_its_own_job(tmp_path):
     assert not pool.workers, "no worker is left behind"
 
 
-def _kill_busy_workers(parent: psutil.Process, how: signal.Signals, count: int, done: threading.Event, hits: list):
-    """From the outside, as a crash or an attack would: signal a worker while it grades (it has a kernel)."""
+def _kill_busy_workers(parent: psutil.Process, how: signal.Signals, count: int, done: threading.Event, hits: list,
+                       others: frozenset = frozenset()):
+    """From the outside, as a crash or an attack would: signal a worker while it grades (it has a kernel).
+    ``others``: children this process had before the batch (another test's server, with its own
+    children, must never be taken for a grading worker)."""
     while not done.is_set() and len(hits) < count:
         for worker in parent.children():
+            if worker.pid in others:
+                continue
             try:
                 if "--zygote" in worker.cmdline():  # this process's own kernel maker (a kernel of an earlier test may be ending)
                     continue
@@ -76,7 +81,8 @@ def test_a_batch_survives_a_worker_killed_or_stopped_from_outside(tmp_path, how)
         (tmp_path / "sub").mkdir(exist_ok=True)
         (tmp_path / "sub" / f"{student}_toy_bpe.ipynb").write_bytes(dump(correct_notebook()))
     done, hits = threading.Event(), []
-    killer = threading.Thread(target=_kill_busy_workers, args=(psutil.Process(), how, 1, done, hits))
+    others = frozenset(child.pid for child in psutil.Process().children())  # started before this batch
+    killer = threading.Thread(target=_kill_busy_workers, args=(psutil.Process(), how, 1, done, hits, others))
     killer.start()
     try:
         results = grade_folder(tmp_path / "sub", tmp_path / "out", SETTINGS, workers=2, progress=False)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder import gradebook
 from autograder.batch import grade_folder
 from autograder.cli import main
 from autograder.labs import get_lab
@@ -292,3 +293,87 @@ def test_the_example_roster_lists_every_bundled_example():
     names = {entry.name for entry in read_roster(ROOT / "examples" / "roster.csv")}
     missing = sorted({case["id"] for case in load_cases()} - names)
     assert not missing, f"add rows for {missing} to examples/roster.csv"
+
+
+# --- grade, then export: the same rows ---------------------------------------------------------------------
+
+TERM_ROSTER = [
+    {"student_id": "s1", "name": "ann", "user_id": "101", "email": "ann@example.edu", "canvas_id": "501"},
+    {"student_id": "s2", "name": "bob", "user_id": "102", "email": "bob@example.edu", "canvas_id": "502"},
+    {"student_id": "s3", "name": "cat", "user_id": "103", "email": "cat@example.edu", "canvas_id": "503"},
+    {"student_id": "s4", "name": "dan", "user_id": "104", "email": "dan@example.edu", "canvas_id": "504"},
+]
+
+
+def csv_rows(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture(scope="module")
+def term_out(tmp_path_factory):
+    """Two batches into one OUT with a roster (Canvas's export names): week 1 has Ann's and Bob's
+    notebooks and Cat's broken file, week 2 Bob's late resubmission; then Bob's first file and Cat's
+    are removed from week 1 and week 1 is graded again. Dan hands in nothing."""
+    base = tmp_path_factory.mktemp("term")
+    roster = roster_file(base, TERM_ROSTER)
+    examples = ROOT / "examples" / "submissions"
+    week1, week2, out = base / "week1", base / "week2", base / "out"
+    week1.mkdir()
+    week2.mkdir()
+    shutil.copy(examples / "toy-correct.ipynb", week1 / "ann_101_9001_toy_bpe.ipynb")
+    shutil.copy(examples / "toy-untouched.ipynb", week1 / "bob_102_9002_toy_bpe.ipynb")
+    (week1 / "cat_103_9003_toy_bpe.ipynb").write_bytes(b"{")  # invalid_json: never in the gradebook
+    shutil.copy(examples / "toy-correct.ipynb", week2 / "bob_LATE_102_9010_toy_bpe.ipynb")
+    for folder in (week1, week2):
+        assert main(["grade", str(folder), "--out", str(out), "--roster", str(roster), "--workers", "2", "--quiet"]) == 0
+    (week1 / "bob_102_9002_toy_bpe.ipynb").unlink()
+    (week1 / "cat_103_9003_toy_bpe.ipynb").unlink()
+    assert main(["grade", str(week1), "--out", str(out), "--roster", str(roster), "--workers", "1", "--quiet"]) == 0
+    return out, roster
+
+
+def test_export_reports_exactly_the_rows_grade_reported(term_out, tmp_path, capsys):
+    """Was: export rewrote grades.csv from every file in OUT/results: the roster's missing rows went, Cat's
+    invalid file and Bob's first notebook came back, and the Canvas export then refused Bob's two grades."""
+    out, roster = term_out
+    reported = csv_rows(out / "grades.csv")
+    assert sorted((r["student_id"], r["status"], r["score"], Path(r["file"]).name) for r in reported) == [
+        ("s1", "graded", "11", "ann_101_9001_toy_bpe.ipynb"), ("s2", "graded", "11", "bob_LATE_102_9010_toy_bpe.ipynb"),
+        ("s3", "missing", "", ""), ("s4", "missing", "", "")]
+    assert {(r["student_id"], r["lab"]) for r in reported if r["status"] == "graded"} == set(
+        gradebook.total_scores(out / "gradebook.db"))  # the gradebook holds Bob's late notebook's 11
+    before = {name: (out / name).read_bytes() for name in ("grades.csv", "class_report.md")}
+    capsys.readouterr()
+
+    assert main(["export", str(out), "--format", "canvas", "--roster", str(roster), "--out", str(tmp_path / "c.csv"),
+                 "--assignment", "toy_bpe=777"]) == 0, capsys.readouterr().err
+    assert {name: (out / name).read_bytes() for name in before} == before
+    by_student = {r["student_id"]: r for r in reported}
+    canvas_ids = {row["student_id"]: row["canvas_id"] for row in TERM_ROSTER}
+    students = canvas_gradebook((tmp_path / "c.csv").read_bytes())["students"]
+    assert {cid: s["grades"]["777"] for cid, s in students.items()} == {
+        canvas_ids[sid]: row["score"] for sid, row in by_student.items()}  # a missing student: an empty cell
+    err = capsys.readouterr().err
+    assert "no grade for 2 roster student(s)" in err and "cat_103" not in err and "Traceback" not in err
+
+    assert main(["export", str(out), "--format", "moodle", "--roster", str(roster), "--out", str(tmp_path / "m.csv")]) == 0
+    _, grades, _ = moodle_gradebook((tmp_path / "m.csv").read_bytes(), "email")
+    emails = {row["student_id"]: row["email"] for row in TERM_ROSTER}
+    assert grades == {emails[sid]: {get_lab("toy_bpe").title: float(row["score"])}
+                      for sid, row in by_student.items() if row["status"] == "graded"}
+    assert main(["export", str(out)]) == 0
+    assert {name: (out / name).read_bytes() for name in before} == before
+
+
+def test_rows_grade_reported_that_were_edited_are_not_exported(term_out, tmp_path, capsys):
+    out, roster = term_out
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    kept = json.loads((copy / "rows.json").read_text())
+    kept["rows"] = [row for row in kept["rows"] if row["status"] != "missing"]  # the missing students taken out
+    (copy / "rows.json").write_text(json.dumps(kept))
+    assert main(["export", str(copy), "--format", "canvas", "--roster", str(roster), "--out", str(tmp_path / "c.csv"),
+                 "--assignment", "toy_bpe=777"]) == 2
+    assert "changed after grading" in capsys.readouterr().err and not (tmp_path / "c.csv").exists()
+    assert (copy / "grades.csv").read_bytes() == (out / "grades.csv").read_bytes()

@@ -32,6 +32,10 @@ MINORS = range(0, 40)  # Python 3.0 ... 3.39: any range written in the files fal
 CONDA_PACKAGES_OF_EXTRA = {("dask", "distributed"): "distributed", ("psycopg", "binary"): "psycopg"}
 
 
+# Packages conda-forge does not ship: environment.yml installs them with pip (its pip: section).
+PYPI_ONLY = {"pylti1p3next", "lti1p3platform"}
+
+
 def pip_requirements() -> dict[str, SpecifierSet]:
     """requirements.txt as {conda-comparable package name: version bounds}."""
     packages = {}
@@ -53,7 +57,12 @@ def conda_dependencies() -> dict[str, SpecifierSet]:
     packages = {}
     for entry in spec["dependencies"]:
         if isinstance(entry, dict):  # the project itself, installed by pip once its dependencies are there
-            assert entry == {"pip": ["--editable ."]}, f"environment.yml: {entry!r} is more than the project itself"
+            assert list(entry) == ["pip"] and entry["pip"][-1] == "--editable .", f"environment.yml: {entry!r}"
+            for line in entry["pip"][:-1]:  # and the packages conda-forge does not ship, by pip before it
+                requirement = Requirement(line)
+                assert canonicalize_name(requirement.name) in PYPI_ONLY, \
+                    f"environment.yml: {line!r} is in the pip: section, but not one of the packages only PyPI ships"
+                packages[canonicalize_name(requirement.name)] = requirement.specifier
             continue
         if entry == "pip":
             continue

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder.labs import get_lab
 from autograder.result import STATUSES
 from bpe_labs import ROOT
+from lms_rules import canvas_gradebook, moodle_gradebook
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SECTION = "## Instructor quickstart: a term"
@@ -68,6 +70,29 @@ def grades(scratch: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
+def roster_rows(scratch: Path) -> list[dict]:
+    with open(scratch / "roster.csv", newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def canvas_matches_grades(scratch: Path) -> bool:
+    """Canvas's import, read by Canvas's rules: each roster student found by their user id, with the score
+    grades.csv has (an empty cell for the one who handed in nothing)."""
+    scores = {row["student_id"]: row["score"] for row in grades(scratch)}
+    students = canvas_gradebook((scratch / "canvas.csv").read_bytes())["students"]
+    wanted = {row["user_id"]: scores[row["student_id"]] for row in roster_rows(scratch)}
+    return {user: student["grades"]["12345"] for user, student in students.items()} == wanted and wanted["104"] == ""
+
+
+def moodle_matches_grades(scratch: Path) -> bool:
+    """Moodle's import, read by Moodle's rules: a row per graded student, found by email, with the score."""
+    scores = {row["student_id"]: float(row["score"]) for row in grades(scratch) if row["status"] == "graded"}
+    _, read, _ = moodle_gradebook((scratch / "moodle.csv").read_bytes(), "email")
+    title = get_lab("toy_bpe").title
+    return read == {row["email"]: {title: scores[row["student_id"]]} for row in roster_rows(scratch)
+                    if row["student_id"] in scores} and len(read) == len(HAND_INS)
+
+
 CHECKS = {  # what each step leaves behind (scratch folder -> true)
     "build": lambda s: "github/our-school/bpe-course/blob/main/notebooks/toy_bpe.ipynb"
                        in (s / "release" / "toy_bpe.ipynb").read_text(encoding="utf-8"),
@@ -75,6 +100,8 @@ CHECKS = {  # what each step leaves behind (scratch folder -> true)
     "gradescope": lambda s: zipfile.is_zipfile(s / "toy_bpe-autograder.zip"),
     "grade": lambda s: sorted((r["student_id"], r["status"]) for r in grades(s)) == [
         ("s001", "graded"), ("s002", "graded"), ("s003", "graded"), ("s004", "missing")],
+    "export to canvas": canvas_matches_grades,
+    "export to moodle": moodle_matches_grades,
     "hand back": lambda s: (s / "term" / "feedback" / "s001" / "toy_bpe.html").is_file(),
 }
 

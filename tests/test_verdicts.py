@@ -62,3 +62,20 @@ def test_too_slow_says_the_measured_multiple_and_the_sources_advice_only():
     assert verdicts.assertion_text(verdicts.TooSlow("count each distinct word once", 23.456, 10), source, "x") == (
         "count each distinct word once (your code took 23.5× the reference's time, measured in this grading run; the limit is 10×)")
     assert verdicts.assertion_text(verdicts.TooSlow("ZZSECRET", 2, 1), source, "x").startswith("your code is too slow (")
+
+
+def test_an_error_met_through_a_bridge_is_named_after_the_students_method():
+    """Lab 7's hidden tests call ``Tokenizer.encode`` through the given ``tokenizer_results``: the
+    feedback names the method (was: the bridge, because the renaming read an older form of the mark)."""
+    from bpe_labs.hidden import reported_as
+
+    error = KeyError("the kernel's own text")
+    error.autograder_student = ("tokenizer_results", "KeyError")  # as KernelSession marks it
+    with pytest.raises(KeyError) as caught, reported_as("tokenizer_results", "Tokenizer.encode"):
+        raise error
+    assert verdicts.raised(caught.value) == "on a hidden test input, Tokenizer.encode raised KeyError"
+    other = ValueError("x")
+    other.autograder_student = ("pretokenize", "ValueError")  # another function's error keeps its name
+    with pytest.raises(ValueError) as caught, reported_as("tokenizer_results", "Tokenizer.encode"):
+        raise other
+    assert verdicts.raised(caught.value) == "on a hidden test input, pretokenize raised ValueError"

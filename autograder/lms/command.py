@@ -20,7 +20,7 @@ import zipfile
 from pathlib import Path
 
 FORMATS = ("canvas", "moodle", "moodle-worksheet")
-KIT_FILES = ("grades.csv", "class_report.md", "scores.png", "gradebook.db", "nbgrader_config.py")
+KIT_FILES = ("grades.csv", "class_report.md", "scores.png", "gradebook.db", "nbgrader_config.py", "rows.json")
 
 
 def add_export_command(commands) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autograder.labs import Lab, all_labs
 from autograder.lms.roster import RosterEntry, name_key
-from autograder.result import NOT_ON_ROSTER, GradeResult
+from autograder.result import MISSING, NOT_ON_ROSTER, GradeResult
 
 ERROR, NOTE = "error", "note"
 
@@ -156,7 +156,7 @@ def build(results: list[GradeResult], roster: list[RosterEntry], mapping: dict[s
 
     # Files of a lab that were not graded, for a student who has no graded result there: said, not exported.
     for result in results:
-        if result.graded or result.lab not in exported:
+        if result.graded or result.status == MISSING or result.lab not in exported:  # missing: said per column below
             continue
         entry = by_id.get(result.student_id)
         if entry is None or (entry.student_id, result.lab) not in found:

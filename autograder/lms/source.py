@@ -2,8 +2,10 @@
 
 An LMS export needs nothing but :class:`~autograder.result.GradeResult` records: who handed in
 which lab, the points of each part, and what the feedback says. :class:`OutFolder` reads them from
-a grading output folder (``OUT/results/*.json``, as ``grade`` wrote them), checks that nobody
-edited them since, and applies the changes a TA made by hand in formgrader. The submission service
+a grading output folder: the rows ``grade`` last reported there (``OUT/rows.json``, see ledger.py:
+what ``grades.csv`` holds, ``missing`` rows included, never an earlier result ``grade`` left out),
+checks that nobody edited them or ``OUT/results/*.json`` since, and applies the changes a TA made
+by hand in formgrader. The submission service
 can hand its database's results to the same exporters through :class:`ResultSource`.
 """
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from autograder import adjustments
+from autograder.ledger import ROWS_FILE, Rows, kept_rows
 from autograder.result import GradeResult, MalformedResult
 from autograder.resume import CHECKSUM, key_path, sign, unsigned
 
@@ -42,12 +45,12 @@ class OutFolder:
     db_path: Path | None = None
     notes: list[str] = field(default_factory=list)
 
-    def results(self) -> list[GradeResult]:
+    def results(self) -> Rows:
         folder = Path(self.folder)
         if not folder.is_dir():
             raise SourceError(f"{folder} is not a folder: give the folder that `grade ... --out` wrote")
         stored = sorted((folder / "results").glob("*.json"))
-        if not stored:
+        if not stored and not (folder / ROWS_FILE).is_file():
             raise SourceError(f"{folder} holds no grading results (no {folder / 'results'}/*.json): "
                               f"grade first, e.g. bpe-labs grade SUBMISSIONS --out {folder}")
         key = key_path().read_bytes() if key_path().is_file() else None
@@ -70,7 +73,16 @@ class OutFolder:
                               f"grader gave them, so they were changed after grading or graded on another machine "
                               f"({', '.join(edited[:5])}{' ...' if len(edited) > 5 else ''}): grade again, or set "
                               f"AUTOGRADER_RESUME_KEY to the grading machine's key")
-        return adjustments.from_gradebook(results, Path(self.db_path or folder / "gradebook.db"))
+        try:
+            reported = kept_rows(folder, key)
+        except ValueError as error:
+            raise SourceError(str(error)) from None
+        if reported is None:  # graded by a version that kept no rows.json: every result file, as it then did
+            self.notes.append(f"{folder / ROWS_FILE} is missing (graded by an earlier version): every result in "
+                              f"{folder / 'results'} is reported, without missing students; grade again into "
+                              f"{folder} to report exactly what grade reports")
+            reported = Rows(results)
+        return reported.holding(adjustments.from_gradebook(reported, Path(self.db_path or folder / "gradebook.db")))
 
 
 def _signed_with(data: object, key: bytes) -> bool:

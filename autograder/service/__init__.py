@@ -11,7 +11,7 @@ one ``Course`` object (``autograder.course``).
     database.py     the engine from a URL, sessions, migrations (alembic: migrations/)
     models.py       the tables: students, tokens, accounts, web sessions, submissions, graders
     tokens.py       students' personal tokens (hashed at rest), instructor and TA accounts
-    auth.py         who is calling: bearer tokens, web sessions (and, later, LTI launches); CSRF
+    auth.py         who is calling: bearer tokens, web sessions (started by a token, a password or an LTI launch); CSRF
     submissions.py  taking a submission in: intake, deadlines, rate limit, one at a time
     queue.py        the durable queue: claim, finish, retry once, orphans of a dead grader
     results.py      stored results as GradeResults: each attempt, the counted one, grades.csv, gradebook
@@ -21,5 +21,6 @@ one ``Course`` object (``autograder.course``).
     routes/         api.py (the HTTP API), student.py (students' pages), dashboard.py (instructors')
     notebook.py     the Submit cell and its helper, added to the student notebooks at release
     submit_helper.py  the helper's code (standard library only), as the notebooks carry it
-    cli.py          serve, tokens, accounts
+    cli.py          serve, tokens, accounts, lti-keys
+    lti/            LTI 1.3: an LMS launches the service, the gradebook gets the counted attempts' scores
 """

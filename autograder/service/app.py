@@ -86,6 +86,12 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
 
     db = Database(settings.db_url)
     keeper = GraderKeeper(settings) if grade else None
+    lti = poster = None
+    if settings.lti_config is not None:  # LTI 1.3 (docs/LTI.md): the LMS's routes, and scores posted to its gradebook
+        from autograder.service.lti import scores, tool
+
+        lti = tool.load(settings.lti_config)
+        poster = scores.ScorePoster(db, lti, settings.counted)
 
     scratch = tempfile.TemporaryDirectory(prefix="autograder-service-")  # the dashboard's drawings, downloads
 
@@ -93,9 +99,13 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
     async def lifespan(app: FastAPI):
         if keeper is not None:
             keeper.start()
+        if poster is not None:
+            poster.start()
         try:
             yield
         finally:
+            if poster is not None:
+                poster.stop()
             if keeper is not None:
                 keeper.stop()
             db.close()
@@ -104,7 +114,7 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
     app = FastAPI(title="Autograder service", version="1",
                   description="Hand in a notebook and get its grade and feedback in seconds. See docs/SERVICE.md.",
                   lifespan=lifespan)
-    app.state.settings, app.state.db, app.state.scratch = settings, db, Path(scratch.name)
+    app.state.settings, app.state.db, app.state.scratch, app.state.lti = settings, db, Path(scratch.name), lti
     app.state.wake = keeper.wake if keeper is not None else (lambda: None)
     # Pluggable sign-in: who a request is from. An LTI launch route adds nothing here: it starts a web session.
     app.state.api_auth = [bearer_token]
@@ -120,7 +130,8 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
         response.headers.setdefault("Cache-Control", "no-store")
         if request.url.path not in ("/docs", "/redoc"):
             response.headers.setdefault("Content-Security-Policy", PAGE_POLICY)
-            response.headers.setdefault("X-Frame-Options", "SAMEORIGIN")
+            if "frame-ancestors *" not in response.headers["Content-Security-Policy"]:  # the LTI pages an LMS frames
+                response.headers.setdefault("X-Frame-Options", "SAMEORIGIN")
         if settings.tls:
             response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
         return response
@@ -133,4 +144,8 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
     app.include_router(api.router)
     app.include_router(student.router)
     app.include_router(dashboard.router)
+    if lti is not None:
+        from autograder.service.routes import lti as lti_routes
+
+        app.include_router(lti_routes.router)
     return app

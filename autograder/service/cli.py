@@ -68,7 +68,16 @@ def settings_from(args):
             security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key, args.insecure_scheduler)
         except InsecureScheduler as error:
             raise Stop(str(error)) from None
+    lti_config = Path(args.lti) if args.lti else None
+    if lti_config is not None:
+        from autograder.service.lti.tool import ConfigError, load
+
+        try:
+            load(lti_config)
+        except ConfigError as error:
+            raise Stop(str(error)) from None
     return ServiceSettings(
+        lti_config=lti_config, lti_identity=args.lti_identity,
         db_url=args.db, roster=Path(args.roster) if args.roster else None, host=args.host, port=args.port,
         insecure=args.insecure, https_cert=args.https_cert, https_key=args.https_key,
         forwarded_allow_ips=args.forwarded_allow_ips, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
@@ -104,7 +113,8 @@ def _serve(args) -> int:
           f"  database:  {shown_url(settings.db_url)}; {roster}\n"
           f"  grading:   {graders}; {settings.rate_limit or 'no'} submissions per lab per {settings.rate_window / 3600:g} h; "
           f"the {settings.counted} attempt counts; uploads up to {settings.max_upload_bytes / 1024 / 1024:g} MB\n"
-          f"  Ctrl-C stops it; queued submissions wait in the database for the next start.", flush=True)
+          + (_lti_lines(settings, address) if settings.lti_config else "")
+          + "  Ctrl-C stops it; queued submissions wait in the database for the next start.", flush=True)
     import uvicorn
 
     from autograder.service.app import create_app
@@ -113,6 +123,30 @@ def _serve(args) -> int:
                 proxy_headers=True, forwarded_allow_ips=settings.forwarded_allow_ips,
                 ssl_certfile=str(settings.https_cert) if settings.https_cert else None,
                 ssl_keyfile=str(settings.https_key) if settings.https_key else None, server_header=False)
+    return 0
+
+
+def _lti_lines(settings, address: str) -> str:
+    from autograder.service.lti.tool import issuers, load
+
+    platforms = issuers(load(settings.lti_config))
+    return (f"  LTI 1.3:   login {address}/lti/login, launch {address}/lti/launch, keys {address}/lti/jwks "
+            f"(Canvas: {address}/lti/canvas.json)\n"
+            f"             {len(platforms)} platform(s) from {settings.lti_config}: {', '.join(platforms)}; "
+            f"students found by their {settings.lti_identity}\n")
+
+
+def _lti_keys(args) -> int:
+    from autograder.service.lti.tool import ConfigError, write_keys
+
+    try:
+        private, public = write_keys(Path(args.folder))
+    except ConfigError as error:
+        raise Stop(str(error)) from None
+    except OSError as error:
+        raise Stop(f"the keys could not be written in {args.folder} ({error.strerror or error})") from None
+    print(f"the tool's key pair: {private} (private, owner-only) and {public}; name them in the LTI configuration "
+          "as private_key_file and public_key_file (docs/LTI.md)")
     return 0
 
 
@@ -255,9 +289,19 @@ def add_commands(commands, course) -> None:
     serve.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
                        help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
     add_limit_arguments(serve)  # grade's, with the same defaults (autograder/limits.py)
+    serve.add_argument("--lti", metavar="CONFIG.json", help="LTI 1.3: the LMS platforms this service is registered with "
+                                                             "(pylti1p3's JSON; docs/LTI.md)")
+    serve.add_argument("--lti-identity", choices=("email", "sourcedid", "sub", "custom"), default="email",
+                       help="LTI: how a launch's user is found on the roster: email (default; the roster's email "
+                            "column), sourcedid (the LMS's SIS id), sub (its LTI user id) or custom (a custom parameter "
+                            "student_id), the last three matching the roster's student_id")
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
                        help="how much the server logs (default info; never a token or a notebook's content)")
     serve.set_defaults(run=_guarded(_serve))
+
+    keys = commands.add_parser("lti-keys", help="LTI 1.3: write the tool's RSA key pair (docs/LTI.md)")
+    keys.add_argument("folder", help="where to write lti-private.pem and lti-public.pem (never overwritten)")
+    keys.set_defaults(run=_guarded(_lti_keys))
 
     issue = commands.add_parser("tokens", help="personal tokens for the service: one per student, written once to a CSV")
     issue.add_argument("--roster", help="roster CSV: its students are added (or updated) first")

@@ -60,7 +60,7 @@ class Account(Base):
 
 
 class WebSession(Base):
-    """A signed-in browser: a student (by token, or later by an LTI launch) or an account."""
+    """A signed-in browser: a student (by token, or by an LTI launch) or an account."""
 
     __tablename__ = "web_sessions"
     digest: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of the cookie's value
@@ -124,3 +124,45 @@ class Grader(Base):
     last_seen: Mapped[datetime] = mapped_column(DateTime)
     ready: Mapped[bool] = mapped_column(Boolean, default=False)
     stopped: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class LtiState(Base):
+    """What an LTI 1.3 sign-in keeps between its steps (pylti1p3's launch data storage): nonces (each
+    good once, for minutes), launches (for the deep-linking choice and the instructor's page), and
+    one-time codes. JSON values; a row past ``expires_at`` is gone."""
+
+    __tablename__ = "lti_state"
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime] = mapped_column(DateTime, index=True)
+
+
+class LtiLink(Base):
+    """A student's lab as an LMS gradebook column: where the counted attempt's score is posted (AGS).
+    ``wanted`` counts the results recorded since the link was made, ``posted`` the last of them sent:
+    a score is due while ``wanted > posted``."""
+
+    __tablename__ = "lti_links"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)  # SHA-256 of student, lab, issuer, client, line item
+    student_id: Mapped[str] = mapped_column(ForeignKey("students.student_id"))
+    lab: Mapped[str] = mapped_column(String(100))
+    issuer: Mapped[str] = mapped_column(Text)
+    client_id: Mapped[str] = mapped_column(Text)
+    deployment_id: Mapped[str] = mapped_column(Text)
+    lti_user_id: Mapped[str] = mapped_column(Text)  # the launch's "sub": who the LMS says the student is
+    ags: Mapped[str] = mapped_column(Text)  # the launch's AGS claim (scope, lineitems, lineitem), JSON
+    tool_url: Mapped[str] = mapped_column(Text)  # the service's address as the student reached it (feedback links)
+    created_at: Mapped[datetime] = mapped_column(DateTime)
+    launched_at: Mapped[datetime] = mapped_column(DateTime)
+    wanted: Mapped[int] = mapped_column(Integer, default=1)
+    posted: Mapped[int] = mapped_column(Integer, default=0)
+    next_try_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)  # also a poster's lease
+    tries: Mapped[int] = mapped_column(Integer, default=0)  # failed posts in a row
+    posted_submission_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    posted_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    posted_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)  # why the last post failed
+
+    __table_args__ = (Index("ix_lti_links_student_lab", "student_id", "lab"),
+                      Index("ix_lti_links_due", "wanted", "posted"))

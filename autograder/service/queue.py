@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from autograder.result import GRADED as GRADED_STATUS, WORKER_LOST, GradeResult
 from autograder.service.database import Database
-from autograder.service.models import ERROR, GRADED, GRADING, QUEUED, Grader, Submission
+from autograder.service.models import ERROR, GRADED, GRADING, QUEUED, Grader, LtiLink, Submission
 from autograder.service.settings import now
 
 CLAIMS_ALLOWED = 2  # a job is graded at most twice: once, and once more if its grading process was lost
@@ -109,9 +109,14 @@ def _outcome(result: GradeResult) -> dict:
 def finish(db: Database, grader_id: str, job_id: int, result: GradeResult) -> bool:
     """Record the job's one result, if ``grader_id`` still holds it. Returns whether it did."""
     with db.writing() as session:
-        return bool(session.execute(update(Submission).where(
+        kept = bool(session.execute(update(Submission).where(
             Submission.id == job_id, Submission.status == GRADING, Submission.claimed_by == grader_id)
             .values(**_outcome(result))).rowcount)
+        if kept:  # the LMS gradebook's copy of this student's lab is out of date (LTI: lti/scores.py posts it)
+            student_id, lab = session.execute(select(Submission.student_id, Submission.lab).where(Submission.id == job_id)).one()
+            session.execute(update(LtiLink).where(LtiLink.student_id == student_id, LtiLink.lab == lab)
+                            .values(wanted=LtiLink.wanted + 1))
+        return kept
 
 
 def lost_result(job: Job | Submission, reason: str) -> GradeResult:

@@ -22,6 +22,10 @@ from pathlib import Path
 from autograder.grade import Settings
 
 LATE_POLICIES = ("mark", "refuse")
+# How an LTI launch's user is found on the roster (docs/LTI.md): the launch's email and the roster's email
+# column; the LMS's SIS id (lis person_sourcedid), its LTI user id ("sub") or a custom parameter student_id
+# and the roster's student_id.
+LTI_IDENTITIES = ("email", "sourcedid", "sub", "custom")
 COUNTED = ("last", "best")
 MiB = 1024 * 1024
 
@@ -54,8 +58,12 @@ class ServiceSettings:
     session_hours: float = 12.0
     poll_seconds: float = 0.25  # how often an idle grading process looks at the queue (it is also woken)
     log_level: str = "info"
+    lti_config: Path | None = None  # LTI 1.3: the platforms this service is registered with (pylti1p3's JSON)
+    lti_identity: str = "email"  # how a launch's user is found on the roster, one of LTI_IDENTITIES
 
     def __post_init__(self):
+        if self.lti_identity not in LTI_IDENTITIES:
+            raise ValueError(f"an LTI user is found by {', '.join(LTI_IDENTITIES)}, not {self.lti_identity!r}")
         if self.counted not in COUNTED:
             raise ValueError(f"the counted attempt is one of {', '.join(COUNTED)}, not {self.counted!r}")
         for lab, deadline in self.deadlines.items():

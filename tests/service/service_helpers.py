@@ -46,6 +46,7 @@ class Server:
     tokens: dict[str, str]
     process: subprocess.Popen | None = None
     args: list[str] = field(default_factory=list)
+    program: list[str] = field(default_factory=lambda: ["-m", "autograder"])  # what Python runs: the real command
 
     def client(self, student: str | None = None, token: str | None = None) -> httpx.Client:
         token = token or (self.tokens[student] if student else None)
@@ -54,7 +55,7 @@ class Server:
 
     def start(self) -> None:
         log = open(self.log, "a", encoding="utf-8")
-        self.process = subprocess.Popen([sys.executable, "-m", "autograder", "serve", *self.args], stdout=log,
+        self.process = subprocess.Popen([sys.executable, *self.program, "serve", *self.args], stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         wait_healthy(self)
 
@@ -131,6 +132,19 @@ def wait_result(client: httpx.Client, submission_id: int, seconds: float = 180) 
             return answer.json()
         time.sleep(0.3)
     raise AssertionError(f"submission {submission_id} has no result after {seconds} s")
+
+
+def one_result(server: Server, student: str, example: str = "toy-merge-overlaps") -> dict:
+    """Start ``server``, hand in one example notebook as ``student``, wait for its result, stop the
+    server (whatever happened); the result as the API gives it."""
+    server.start()
+    try:
+        with server.client(student) as client:
+            queued = upload(client, EXAMPLES / f"{example}.ipynb")
+            assert queued.status_code == 202, queued.text
+            return wait_result(client, queued.json()["id"])
+    finally:
+        server.stop()
 
 
 def upload(client: httpx.Client, path: Path | None = None, content: bytes | None = None, name: str | None = None) -> httpx.Response:

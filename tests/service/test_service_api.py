@@ -3,6 +3,7 @@ feedback page as the command line, and every refusal stores nothing for anyone."
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 import subprocess
@@ -117,7 +118,15 @@ def _raw_request(service, head: bytes, chunks=()) -> tuple[bytes, int]:
                 break
             sent += len(chunk)
         connection.settimeout(30)
-        return connection.recv(4096), sent
+        answer = connection.recv(4096)
+        head_end = answer.find(b"\r\n\r\n")
+        length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", answer[:head_end]) if head_end >= 0 else None
+        while length and len(answer) < head_end + 4 + int(length.group(1)):  # the body may come in a later segment
+            more = connection.recv(4096)
+            if not more:
+                break
+            answer += more
+        return answer, sent
 
 
 def test_an_upload_over_the_cap_gets_413_before_the_body_is_read_or_while_it_streams(service):

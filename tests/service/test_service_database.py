@@ -21,7 +21,7 @@ from autograder.service import queue
 from autograder.service.database import Database
 from autograder.service.models import Base, Student, Submission
 from autograder.service.settings import now
-from service_helpers import EXAMPLES, command, free_port, upload, wait_result, Server, wait_healthy
+from service_helpers import Server, command, free_port, one_result
 
 INITDB = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
 
@@ -123,13 +123,6 @@ def test_the_service_on_postgresql(postgres, tmp_path):
     port = free_port()
     server = Server(f"http://127.0.0.1:{port}", tmp_path / "none", tmp_path / "server.log", tmp_path, {"p001": token})
     server.args = ["--db", postgres, "--port", str(port), "--workers", "1"]
-    server.start()
-    try:
-        with server.client("p001") as client:
-            queued = upload(client, EXAMPLES / "toy-merge-overlaps.ipynb")
-            assert queued.status_code == 202, queued.text
-            result = wait_result(client, queued.json()["id"])
-    finally:
-        server.stop()
+    result = one_result(server, "p001")
     assert result["status"] == "graded" and result["score"] == 9
     assert "postgresql+psycopg://grader@127.0.0.1" in server.log.read_text(encoding="utf-8")

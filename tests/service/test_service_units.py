@@ -15,7 +15,7 @@ from autograder.service.results import counted_attempts, counted_results
 from autograder.service.settings import now, parse_deadline, parse_rate
 from bpe_labs import ROOT
 from bpe_labs.examples import load_cases
-from service_helpers import EXAMPLES, command, free_port, make_service, upload, wait_result
+from service_helpers import command, free_port, make_service, one_result
 
 
 def _row(number, student, score, minutes, status="graded", late=False):
@@ -90,13 +90,6 @@ def test_grading_on_a_dask_cluster(tmp_path):
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=None, scheduler_port=free_port()) as cluster:
         server = make_service(tmp_path / "dask", "--scheduler", cluster.scheduler_address, students=["d001"])
-        server.start()
-        try:
-            with server.client("d001") as client:
-                queued = upload(client, EXAMPLES / "toy-merge-overlaps.ipynb")
-                assert queued.status_code == 202, queued.text
-                result = wait_result(client, queued.json()["id"])
-        finally:
-            server.stop()
+        result = one_result(server, "d001")
     assert result["status"] == "graded" and result["score"] == 9
     assert "1 dask slot(s)" in server.log.read_text(encoding="utf-8")

@@ -91,6 +91,11 @@ def dashboard(request: Request):
         waited = waits(session)
         slots = sum(grader.workers for grader in queue.graders_ready(session))
         students = session.query(Student).filter(Student.on_roster.is_(True)).count()
+        lms = None
+        if request.app.state.lti is not None:  # LTI 1.3: the LMS gradebook's posts (docs/LTI.md)
+            from autograder.service.lti.scores import status
+
+            lms = status(session)
     labs = []
     for lab in all_labs().values():
         mine = [r for r in results if r.lab == lab.lab_id and r.graded]
@@ -106,7 +111,7 @@ def dashboard(request: Request):
                      if deadline else ""})
     stats = {**counts, "slots": slots, "recent": len(recent), "grading_time": _duration(median(recent) if recent else None),
              "wait": _duration(median(waited) if waited else None), "oldest": _duration(counts["oldest"])}
-    return render(request, "dashboard.html", 200, principal, labs=labs, stats=stats, students=students, refresh=REFRESH,
+    return render(request, "dashboard.html", 200, principal, labs=labs, stats=stats, students=students, refresh=REFRESH, lms=lms,
                   counted=settings.counted, figure=_figure_key(results) if any(r.graded for r in results) else None)
 
 

@@ -1,0 +1,114 @@
+"""pylti1p3 on Starlette (FastAPI). pylti1p3 ships adapters for Django and Flask only; this is the
+small one the service needs: a request (its parameters from the query or the form, its cookies), a
+cookie service (cookies set on the response afterwards), a redirect, and the login, launch and
+service-connector classes bound to them.
+
+The OIDC state cookie crosses sites (the launch is a form the LMS posts): ``SameSite=None; Secure``,
+and ``Partitioned`` so that it also works when the LMS shows the tool in a frame.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import typing as t
+
+from pylti1p3.cookie import CookieService
+from pylti1p3.message_launch import MessageLaunch
+from pylti1p3.oidc_login import OIDCLogin
+from pylti1p3.redirect import Redirect
+from pylti1p3.request import Request
+from pylti1p3.service_connector import ServiceConnector
+from starlette.responses import RedirectResponse, Response
+
+
+class StarletteRequest(Request):
+    """A Starlette request as pylti1p3 reads it; ``form``: the body's fields, read beforehand (async)."""
+
+    def __init__(self, request, form: t.Mapping[str, t.Any] | None = None):
+        self.request = request
+        self.params = {**request.query_params, **(form or {})}
+
+    @property
+    def session(self) -> dict:
+        return {}  # unused: the sign-in's state is in the database (storage.py)
+
+    def get_param(self, key: str) -> str | None:
+        value = self.params.get(key)
+        return value if isinstance(value, str) else None
+
+    def get_cookie(self, key: str) -> str | None:
+        return self.request.cookies.get(key)
+
+    def is_secure(self) -> bool:
+        return self.request.url.scheme == "https"
+
+
+class Cookies(CookieService):
+    """Cookies pylti1p3 asks for, set on the response by :meth:`apply`."""
+
+    def __init__(self, request: StarletteRequest):
+        self.request = request
+        self.pending: dict[str, tuple[str, int | None]] = {}
+
+    def _name(self, name: str) -> str:
+        return f"{self._cookie_prefix}-{name}"
+
+    def get_cookie(self, name: str) -> str | None:
+        return self.request.get_cookie(self._name(name))
+
+    def set_cookie(self, name: str, value, exp: int | None = 3600) -> None:
+        self.pending[self._name(name)] = (str(value), exp)
+
+    def apply(self, response: Response) -> Response:
+        for name, (value, max_age) in self.pending.items():
+            response.set_cookie(name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="none")
+            # Partitioned by hand: Starlette's own flag needs Python 3.14's http.cookies.
+            header, cookie = response.raw_headers[-1]
+            response.raw_headers[-1] = (header, cookie + b"; Partitioned")
+        return response
+
+
+class StarletteRedirect(Redirect):
+    def __init__(self, location: str, cookies: Cookies):
+        self.location, self.cookies = location, cookies
+
+    def do_redirect(self) -> Response:
+        return self.cookies.apply(RedirectResponse(self.location, status_code=302))
+
+    do_js_redirect = do_redirect  # the pages run no script: a plain redirect either way
+
+    def set_redirect_url(self, location: str) -> None:
+        self.location = location
+
+    def get_redirect_url(self) -> str:
+        return self.location
+
+
+class Login(OIDCLogin):
+    def get_redirect(self, url: str) -> StarletteRedirect:
+        return StarletteRedirect(url, self._cookie_service)
+
+
+class Launch(MessageLaunch):
+    def _get_request_param(self, key: str) -> str | None:
+        return self._request.get_param(key)
+
+
+class Connector(ServiceConnector):
+    """pylti1p3's service connector with the platforms' access tokens kept by this process until a
+    minute before they expire (pylti1p3next leaves the cache to its framework adapters)."""
+
+    _tokens: dict[str, tuple[str, float]] = {}
+    _lock = threading.Lock()
+
+    def _scope_key(self, scopes: t.Iterable[str]) -> str:
+        return f"{super()._scope_key(scopes)}|{self._registration.get_client_id()}"  # two clients of one LMS: two tokens
+
+    def _get_cached_access_token(self, scope_key: str) -> str | None:
+        with self._lock:
+            token, until = self._tokens.get(scope_key, (None, 0.0))
+            return token if time.monotonic() < until else None
+
+    def _cache_access_token(self, scope_key: str, access_token: str, expires_in: float) -> None:
+        with self._lock:
+            self._tokens[scope_key] = (access_token, time.monotonic() + float(expires_in or 0) - 60)
