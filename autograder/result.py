@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from dataclasses import dataclass, field
@@ -148,6 +149,14 @@ class GradeResult:
         return result
 
 
+@functools.lru_cache(maxsize=None)
+def _shape(kind) -> tuple[dict, dict]:
+    """A dataclass's field types and fields, worked out once: ``typing.get_type_hints`` evaluates
+    every annotation again on each call, and it was most of the time the service spent listing a
+    student's submissions (benchmarks/bench_service.py)."""
+    return typing.get_type_hints(kind), {f.name: f for f in dataclasses.fields(kind)}
+
+
 def _decode(kind, value, where: str):
     """``value`` (JSON data) as an instance of the type ``kind``, checked all the way down."""
     origin, arguments = typing.get_origin(kind), typing.get_args(kind)
@@ -159,8 +168,7 @@ def _decode(kind, value, where: str):
     if dataclasses.is_dataclass(kind):
         if not isinstance(value, dict):
             raise MalformedResult(f"{where}: expected an object, got {type(value).__name__}")
-        hints = typing.get_type_hints(kind)
-        fields = {f.name: f for f in dataclasses.fields(kind)}
+        hints, fields = _shape(kind)
         unknown = sorted(str(key) for key in value if key not in fields)
         if unknown:
             raise MalformedResult(f"{where}: unknown field(s) {', '.join(unknown)}")
