@@ -1,4 +1,5 @@
-"""Changes a person made by hand in nbgrader's gradebook (formgrader), applied to the autograder's results.
+"""Changes a person made by hand in nbgrader's gradebook (formgrader), applied to the autograder's
+results.
 
 A TA who opens a submission in formgrader can type a part's score (``manual_score``), add extra
 credit, or write a comment on an answer cell. nbgrader keeps these beside the autograder's
@@ -29,12 +30,18 @@ _SUBMISSION = """
     JOIN submitted_assignment ON submitted_notebook.assignment_id = submitted_assignment.id
     JOIN assignment ON submitted_assignment.assignment_id = assignment.id
     JOIN base_cell ON {table}.cell_id = base_cell.id"""
-_SCORES = ("SELECT submitted_assignment.student_id, assignment.name, base_cell.name, grade.auto_score, "
-           "grade.manual_score, grade.extra_credit FROM grade" + _SUBMISSION.format(table="grade") +
-           " WHERE grade.manual_score IS NOT NULL OR grade.extra_credit IS NOT NULL")
-_COMMENTS = ("SELECT submitted_assignment.student_id, assignment.name, base_cell.name, comment.manual_comment "
-             "FROM comment" + _SUBMISSION.format(table="comment") +
-             " WHERE comment.manual_comment IS NOT NULL AND trim(comment.manual_comment) != ''")
+_SCORES = (
+    "SELECT submitted_assignment.student_id, assignment.name, base_cell.name, grade.auto_score, "
+    "grade.manual_score, grade.extra_credit FROM grade"
+    + _SUBMISSION.format(table="grade")
+    + " WHERE grade.manual_score IS NOT NULL OR grade.extra_credit IS NOT NULL"
+)
+_COMMENTS = (
+    "SELECT submitted_assignment.student_id, assignment.name, base_cell.name, "
+    "comment.manual_comment FROM comment"
+    + _SUBMISSION.format(table="comment")
+    + " WHERE comment.manual_comment IS NOT NULL AND trim(comment.manual_comment) != ''"
+)
 
 
 def read(db_path: Path) -> Adjustments:
@@ -77,8 +84,12 @@ def apply(result: GradeResult, adjustments: list[Adjustment]) -> GradeResult:
 
 def apply_all(results: list[GradeResult], adjustments: Adjustments) -> list[GradeResult]:
     """Every result with the changes made by hand to its submission (graded results only)."""
-    return [apply(result, adjustments.get((result.student_id, result.lab), [])) if result.status == GRADED
-            else result for result in results]
+    return [
+        apply(result, adjustments.get((result.student_id, result.lab), []))
+        if result.status == GRADED
+        else result
+        for result in results
+    ]
 
 
 def from_gradebook(results: list[GradeResult], db_path: Path) -> list[GradeResult]:
