@@ -7,8 +7,8 @@ calls it is sent, one at a time, in order. By the time the first result comes ba
 ready, and the command does not wait for those imports.
 
     helper = Background("gradebook", preload=["nbgrader.api"])
-    helper.submit(prepare, db_path, lab_ids)   # returns at once
-    helper.result()                            # prepare's return value, or its exception raised here
+    helper.submit(prepare, db_path, lab_ids)  # returns at once
+    helper.result()  # prepare's return value, or its exception raised here
     helper.close()
 
 Functions travel by reference (module and name), arguments by pickle. If the process cannot
@@ -42,10 +42,12 @@ def _sendable(error: BaseException) -> BaseException:
 
 
 def _load(preload: tuple, niceness: int = 0) -> None:
-    """Import ``preload`` (or call its functions), at ``niceness`` if given (Linux: this thread only)."""
+    """Import ``preload`` (or call its functions), at ``niceness`` if given (Linux: this thread
+    only)."""
     if niceness:
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)  # a thread's own priority on Linux
+            # a thread's own priority on Linux
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
         except OSError:
             pass
     for step in preload:
@@ -64,7 +66,9 @@ def _serve(connection, preload: tuple, parent: int, niceness: int = 0) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     loader = None
     if niceness and sys.platform == "linux":
-        loader = threading.Thread(target=_load, args=(preload, niceness), name="preload", daemon=True)
+        loader = threading.Thread(
+            target=_load, args=(preload, niceness), name="preload", daemon=True
+        )
         loader.start()
     else:
         _load(preload)
@@ -89,7 +93,9 @@ def _serve(connection, preload: tuple, parent: int, niceness: int = 0) -> None:
         try:
             connection.send(answer)
         except Exception as error:  # an unpicklable return value
-            connection.send((False, RuntimeError(f"the answer could not be sent back ({type(error).__name__})")))
+            connection.send(
+                (False, RuntimeError(f"the answer could not be sent back ({type(error).__name__})"))
+            )
 
 
 def _end(process, connection) -> None:
@@ -107,7 +113,9 @@ class Background:
     imports may take their time but whose calls someone waits for.
     """
 
-    def __init__(self, name: str, preload: list | tuple = (), timeout: float = 300, niceness: int = 0):
+    def __init__(
+        self, name: str, preload: list | tuple = (), timeout: float = 300, niceness: int = 0
+    ):
         self.timeout, self.pending = timeout, 0
         self.process = self.connection = None
         if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
@@ -117,7 +125,12 @@ class Background:
         # fork: the child has this process's modules (the labs, the settings) already
         context = multiprocessing.get_context("fork")
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child, tuple(preload), os.getpid(), niceness), name=name, daemon=True)
+        self.process = context.Process(
+            target=_serve,
+            args=(child, tuple(preload), os.getpid(), niceness),
+            name=name,
+            daemon=True,
+        )
         self.process.start()
         child.close()
         # A batch that stops with an exception drops its helpers unclosed: end their processes then.
@@ -135,11 +148,14 @@ class Background:
             self.connection.send((function, args))
         except (OSError, ValueError) as error:
             self.stop()
-            raise BackgroundLost(f"the background process is gone ({type(error).__name__})") from None
+            raise BackgroundLost(
+                f"the background process is gone ({type(error).__name__})"
+            ) from None
         self.pending += 1
 
     def result(self):
-        """The answer to the oldest call not yet collected: its return value, or its exception raised."""
+        """The answer to the oldest call not yet collected: its return value, or its exception
+        raised."""
         if self.process is None or not self.pending:
             raise BackgroundLost("no call is waiting for an answer")
         try:
@@ -148,7 +164,9 @@ class Background:
             ok, value = self.connection.recv()
         except (OSError, EOFError, TimeoutError) as error:
             self.stop()
-            raise BackgroundLost(f"the background process died or hangs ({type(error).__name__})") from None
+            raise BackgroundLost(
+                f"the background process died or hangs ({type(error).__name__})"
+            ) from None
         self.pending -= 1
         if not ok:
             raise value
