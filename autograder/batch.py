@@ -27,7 +27,13 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
-from autograder.folder import NOTEBOOK, SPECIAL, NothingToGrade, check_something_to_grade, folder_to_grade
+from autograder.folder import (
+    NOTEBOOK,
+    SPECIAL,
+    NothingToGrade,
+    check_something_to_grade,
+    folder_to_grade,
+)
 from autograder.guard import CourseChanged, CourseGuard, course_files
 from autograder import tempdirs
 from autograder.deadline import grade_within_time, hard_seconds, lost_row, out_of_time_row
@@ -37,12 +43,29 @@ from autograder.identity import Roster
 from autograder.intake import file_sha256, find_submissions, read_submission
 from autograder.ledger import ROWS_FILE, Rows, all_rows, keep_rows, stored_results
 from autograder.names import file_name, terminal
-from autograder.result import DUPLICATE, GRADER_ERROR, MISSING, NOT_A_NOTEBOOK, NOT_A_REGULAR_FILE, WORKER_LOST, GradeResult
+from autograder.result import (
+    DUPLICATE,
+    GRADER_ERROR,
+    MISSING,
+    NOT_A_NOTEBOOK,
+    NOT_A_REGULAR_FILE,
+    WORKER_LOST,
+    GradeResult,
+)
 from autograder.resume import load_key, signed, trusted
 from autograder.workers import WorkerPool
 
-__all__ = ["grade_folder", "plan", "write_reports", "CourseChanged", "InsecureScheduler", "Interrupted", "NothingToGrade",
-           "OutNotAFolder", "SchedulerUnreachable"]
+__all__ = [
+    "grade_folder",
+    "plan",
+    "write_reports",
+    "CourseChanged",
+    "InsecureScheduler",
+    "Interrupted",
+    "NothingToGrade",
+    "OutNotAFolder",
+    "SchedulerUnreachable",
+]
 
 
 class OutNotAFolder(ValueError):
@@ -55,14 +78,17 @@ class InsecureScheduler(RuntimeError):
 
 def result_path(out_dir: Path, file: Path, submissions_dir: Path) -> Path:
     """Where the result of ``file`` is kept: named after its path inside the folder (lexically: a
-    link is never resolved), readable when the name is plain, else shortened and hashed (names.py)."""
+    link is never resolved), readable when the name is plain, else shortened and hashed
+    (names.py)."""
     relative = Path(os.path.abspath(file)).relative_to(os.path.abspath(submissions_dir))
     return Path(out_dir) / "results" / file_name("__".join(relative.parts), ".json")
 
 
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8"
+    ) as handle:
         try:
             handle.write(text)
         except BaseException:
@@ -75,23 +101,32 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def _planned_row(path: Path, identity, status: str, message: str, lab: str | None = None) -> GradeResult:
-    return replace(error_result(path, identity.student_id, status, message), lab=lab, identity=identity.note)
+def _planned_row(
+    path: Path, identity, status: str, message: str, lab: str | None = None
+) -> GradeResult:
+    return replace(
+        error_result(path, identity.student_id, status, message), lab=lab, identity=identity.note
+    )
 
 
 class Interrupted(Exception):
-    """Ctrl-C while grading: ``done`` of ``total`` files have their row recorded; the same command resumes."""
+    """Ctrl-C while grading: ``done`` of ``total`` files have their row recorded; the same command
+    resumes."""
 
     def __init__(self, done: int, total: int):
-        super().__init__(f"interrupted: done {done} of {total} files; run the same command to resume")
+        super().__init__(
+            f"interrupted: done {done} of {total} files; run the same command to resume"
+        )
         self.done, self.total = done, total
 
 
-def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tuple[Path, str, str]], list[GradeResult], list[str]]:
-    """Files to grade (file, student, identity note), rows for the entries that are not graded (a file
-    that loses to a later one of the same student and lab, a student not on the roster, a file that
-    is not a notebook or could not even be read, a link or a FIFO), and the labs the files belong to.
-    Raises :class:`NothingToGrade` when the folder holds no notebook at all.
+def plan(
+    submissions_dir: Path, roster: Roster | None = None
+) -> tuple[list[tuple[Path, str, str]], list[GradeResult], list[str]]:
+    """Files to grade (file, student, identity note), rows for the entries that are not graded (a
+    file that loses to a later one of the same student and lab, a student not on the roster, a file
+    that is not a notebook or could not even be read, a link or a FIFO), and the labs the files
+    belong to. Raises :class:`NothingToGrade` when the folder holds no notebook at all.
 
     Two files for one student and one lab: the later submission is graded (Canvas: the higher
     submission id, then the higher ``-N`` re-upload number; otherwise the name that sorts last);
@@ -107,14 +142,26 @@ def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tupl
             rows.append(_planned_row(path, identity, identity.status, identity.note))
             continue
         if entry.kind != NOTEBOOK:
-            rows.append(_planned_row(path, identity, NOT_A_REGULAR_FILE if entry.kind == SPECIAL else NOT_A_NOTEBOOK,
-                                     entry.what))
+            rows.append(
+                _planned_row(
+                    path,
+                    identity,
+                    NOT_A_REGULAR_FILE if entry.kind == SPECIAL else NOT_A_NOTEBOOK,
+                    entry.what,
+                )
+            )
             continue
         try:
             submission = read_submission(path, identity.student_id)
         except Exception as error:  # RecursionError, MemoryError...: this file's row, not the batch
-            rows.append(_planned_row(path, identity, GRADER_ERROR,
-                                     f"this file could not be read ({type(error).__name__}: {str(error)[:200]})"))
+            rows.append(
+                _planned_row(
+                    path,
+                    identity,
+                    GRADER_ERROR,
+                    f"this file could not be read ({type(error).__name__}: {str(error)[:200]})",
+                )
+            )
             continue
         if submission.status == NOT_A_REGULAR_FILE:  # it changed since the folder was listed
             rows.append(_planned_row(path, identity, NOT_A_REGULAR_FILE, submission.message))
@@ -126,15 +173,22 @@ def plan(submissions_dir: Path, roster: Roster | None = None) -> tuple[list[tupl
         winner, identity = found[-1]
         to_grade.append((winner, student, identity.note))
         for loser, other in found[:-1]:
-            rows.append(_planned_row(loser, other, DUPLICATE,
-                                     f"another file of this student for this lab was graded instead: {winner.name}", lab_id))
+            rows.append(
+                _planned_row(
+                    loser,
+                    other,
+                    DUPLICATE,
+                    f"another file of this student for this lab was graded instead: {winner.name}",
+                    lab_id,
+                )
+            )
     lab_ids = sorted({lab_id for _, lab_id in by_key if not lab_id.startswith("?")})
     return sorted(to_grade), rows, lab_ids
 
 
 def _run_local(jobs, settings: Settings, workers: int):
-    """``workers`` grading processes (``--workers 0``: one, as ``--workers 1``), each file ended from
-    outside when its time is up (deadline.py)."""
+    """``workers`` grading processes (``--workers 0``: one, as ``--workers 1``), each file ended
+    from outside when its time is up (deadline.py)."""
     pool = WorkerPool(grade_file, workers, on_lost=lost_row, budget=hard_seconds(settings),
                       memory_bytes=settings.worker_memory_bytes, on_timeout=out_of_time_row)
     for _, result in pool.run([(path, student, settings) for path, student in jobs]):
@@ -151,8 +205,14 @@ def _is_loopback(address: str) -> bool:
         return False
 
 
-def dask_security(address: str, tls_ca: str | None = None, tls_cert: str | None = None, tls_key: str | None = None,
-                  insecure: bool = False, security=None):
+def dask_security(
+    address: str,
+    tls_ca: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    insecure: bool = False,
+    security=None,
+):
     """The ``distributed.security.Security`` to reach ``address`` with, or None for a local one.
 
     A scheduler on another machine must be reached over TLS with a client certificate (mutual TLS:
@@ -161,15 +221,23 @@ def dask_security(address: str, tls_ca: str | None = None, tls_cert: str | None 
     if security is None and tls_ca and tls_cert:
         from distributed.security import Security
 
-        security = Security(tls_ca_file=tls_ca, tls_client_cert=tls_cert, tls_client_key=tls_key, require_encryption=True)
+        security = Security(
+            tls_ca_file=tls_ca,
+            tls_client_cert=tls_cert,
+            tls_client_key=tls_key,
+            require_encryption=True,
+        )
     if security is None and not insecure and not _is_loopback(address):
         raise InsecureScheduler(
-            f"refusing to send grading jobs to {address} without TLS and authentication: anyone who can reach an "
-            "unauthenticated scheduler can run code on its workers and read the course. Give --tls-ca-file, "
-            "--tls-cert and --tls-key (a tls:// scheduler that requires client certificates), or pass --insecure "
-            "on a network you trust.")
+            f"refusing to send grading jobs to {address} without TLS and authentication: anyone "
+            "who can reach an unauthenticated scheduler can run code on its workers and read the "
+            "course. Give --tls-ca-file, --tls-cert and --tls-key (a tls:// scheduler that "
+            "requires client certificates), or pass --insecure on a network you trust."
+        )
     if security is not None and not address.startswith("tls://"):
-        raise InsecureScheduler(f"TLS settings were given but the scheduler address {address} is not tls://")
+        raise InsecureScheduler(
+            f"TLS settings were given but the scheduler address {address} is not tls://"
+        )
     return security
 
 
@@ -183,26 +251,44 @@ def _run_dask(jobs, settings: Settings, scheduler: str, security=None):
     try:
         client = Client(scheduler, security=security)
     except OSError as error:
-        raise SchedulerUnreachable(f"the Dask scheduler at {scheduler} could not be reached ({error}): start it, or "
-                                   "check --scheduler and the TLS options; results recorded so far are kept") from None
+        raise SchedulerUnreachable(
+            f"the Dask scheduler at {scheduler} could not be reached ({error}): start it, or "
+            "check --scheduler and the TLS options; results recorded so far are kept"
+        ) from None
     with client:
-        futures = {client.submit(grade_within_time, path, student, settings, pure=False, retries=1): (path, student)
-                   for path, student in jobs}
+        futures = {
+            client.submit(grade_within_time, path, student, settings, pure=False, retries=1): (
+                path,
+                student,
+            )
+            for path, student in jobs
+        }
         for future in dask_completed(futures):
             try:
                 yield future.result()
             except Exception as error:  # a worker lost twice (KilledWorker), or the cluster failed
                 path, student = futures[future]
-                yield error_result(path, student, WORKER_LOST, f"the Dask worker grading this file failed ({type(error).__name__})")
+                yield error_result(
+                    path,
+                    student,
+                    WORKER_LOST,
+                    f"the Dask worker grading this file failed ({type(error).__name__})",
+                )
 
 
 def _record(recorder, result: GradeResult) -> GradeResult:
-    """Write the result to the gradebook; if it cannot be, the row says so (and nothing is half-kept)."""
+    """Write the result to the gradebook; if it cannot be, the row says so (and nothing is
+    half-kept)."""
     try:
         recorder.record(result)
     except Exception as error:
-        failed = error_result(Path(result.file), result.student_id, GRADER_ERROR,
-                              f"the result could not be recorded in the gradebook ({type(error).__name__}: {str(error)[:200]})")
+        failed = error_result(
+            Path(result.file),
+            result.student_id,
+            GRADER_ERROR,
+            f"the result could not be recorded in the gradebook ({type(error).__name__}: "
+            f"{str(error)[:200]})",
+        )
         return replace(failed, lab=result.lab, sha256=result.sha256)
     return result
 
@@ -210,33 +296,54 @@ def _record(recorder, result: GradeResult) -> GradeResult:
 def check_out_folder(out_dir: Path) -> None:
     """Raise :class:`OutNotAFolder` when ``out_dir`` exists and is not a folder."""
     if out_dir.exists() and not out_dir.is_dir():
-        raise OutNotAFolder(f"--out {out_dir} is a file, not a folder: name a folder (a new one, or the one that "
-                            "holds this course's earlier results)")
+        raise OutNotAFolder(
+            f"--out {out_dir} is a file, not a folder: name a folder (a new one, or the one that "
+            "holds this course's earlier results)"
+        )
 
 
-def grade_folder(submissions_dir: Path, out_dir: Path, settings: Settings = Settings(), workers: int = 1,
-                 scheduler: str | None = None, db_path: Path | None = None, progress: bool = True,
-                 roster: Roster | None = None, security=None, course: CourseGuard | None = None) -> Rows:
-    """Grade every entry of ``submissions_dir`` into ``out_dir``; returns the rows grades.csv now holds:
-    one per entry, the earlier batches' rows the gradebook still holds, and with ``roster`` a
+def grade_folder(
+    submissions_dir: Path,
+    out_dir: Path,
+    settings: Settings = Settings(),
+    workers: int = 1,
+    scheduler: str | None = None,
+    db_path: Path | None = None,
+    progress: bool = True,
+    roster: Roster | None = None,
+    security=None,
+    course: CourseGuard | None = None,
+) -> Rows:
+    """Grade every entry of ``submissions_dir`` into ``out_dir``; returns the rows grades.csv now
+    holds: one per entry, the earlier batches' rows the gradebook still holds, and with ``roster`` a
     ``missing`` row per roster student and lab without one (ledger.py).
 
     ``workers`` local grading processes (0: one, as 1: every file's time is held from outside its
     grading process, see deadline.py), or a Dask cluster at ``scheduler`` reached with ``security``
     (see :func:`dask_security`). Raises :class:`NothingToGrade` (a missing or empty folder, no
-    notebook in it) and :class:`OutNotAFolder` before anything is written; :class:`CourseChanged` if a
-    course file changes while grading, and :class:`Interrupted` on Ctrl-C or SIGTERM: results
+    notebook in it) and :class:`OutNotAFolder` before anything is written; :class:`CourseChanged` if
+    a course file changes while grading, and :class:`Interrupted` on Ctrl-C or SIGTERM: results
     recorded until then stay, and a rerun resumes.
     """
     with _ending_on_sigterm():
-        return _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_path, progress, roster,
-                             security, course)
+        return _grade_folder(
+            submissions_dir,
+            out_dir,
+            settings,
+            workers,
+            scheduler,
+            db_path,
+            progress,
+            roster,
+            security,
+            course,
+        )
 
 
 @contextlib.contextmanager
 def _ending_on_sigterm():
-    """SIGTERM ends a batch as Ctrl-C does (KeyboardInterrupt), so that its workers, their kernels and
-    temporary folders are ended and removed on the way out, and swept before and after."""
+    """SIGTERM ends a batch as Ctrl-C does (KeyboardInterrupt), so that its workers, their kernels
+    and temporary folders are ended and removed on the way out, and swept before and after."""
     tempdirs.sweep()
     tempdirs.sweep_cgroups()
     previous = None
@@ -253,8 +360,18 @@ def _ending_on_sigterm():
         tempdirs.sweep()
 
 
-def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_path, progress, roster, security,
-                  course) -> Rows:
+def _grade_folder(
+    submissions_dir,
+    out_dir,
+    settings,
+    workers,
+    scheduler,
+    db_path,
+    progress,
+    roster,
+    security,
+    course,
+) -> Rows:
     from tqdm.auto import tqdm
 
     from autograder import adjustments, formgrader, gradebook, report
@@ -264,8 +381,13 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
     check_out_folder(out_dir)
     db_path = Path(db_path or out_dir / "gradebook.db")
     key = load_key()
-    settings = replace(settings, denied=tuple(settings.denied) + (submissions_dir.resolve(), out_dir.resolve(), db_path.resolve()))
-    recorder = gradebook.Recorder(db_path)  # imports nbgrader in a process of its own, while this one plans and grades
+    settings = replace(
+        settings,
+        denied=tuple(settings.denied)
+        + (submissions_dir.resolve(), out_dir.resolve(), db_path.resolve()),
+    )
+    # imports nbgrader in a process of its own, while this one plans and grades
+    recorder = gradebook.Recorder(db_path)
     try:
         jobs, planned, lab_ids = plan(submissions_dir, roster)
     except BaseException:
@@ -274,9 +396,12 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
     out_dir.mkdir(parents=True, exist_ok=True)  # only now: a wrong folder leaves OUT as it was
     db_path.parent.mkdir(parents=True, exist_ok=True)
     stored = stored_results(out_dir / "results", key)
-    this_batch_files = {result_path(out_dir, Path(row.file), submissions_dir).name for row in planned}
+    this_batch_files = {
+        result_path(out_dir, Path(row.file), submissions_dir).name for row in planned
+    }
     this_batch_files |= {result_path(out_dir, path, submissions_dir).name for path, _, _ in jobs}
-    # imports matplotlib for the class report, also in the background; forked after plan, it has the labs read
+    # imports matplotlib for the class report, also in the background; forked after plan, it has the
+    # labs read
     painter = report.Painter()
     course = course or CourseGuard(course_files(lab_ids))
     notes = {path: note for path, _, note in jobs}
@@ -286,12 +411,21 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
     for path, student, _ in jobs:
         saved = result_path(out_dir, path, submissions_dir)
         try:
-            previous = trusted(json.loads(saved.read_text(encoding="utf-8")), key, file_sha256(path),
-                               course.digest) if saved.exists() else None
+            previous = (
+                trusted(
+                    json.loads(saved.read_text(encoding="utf-8")),
+                    key,
+                    file_sha256(path),
+                    course.digest,
+                )
+                if saved.exists()
+                else None
+            )
         except Exception:  # a damaged or planted result file: grade again
             previous = None
         if previous is not None:
-            results.append(_record(recorder, previous))  # idempotent: a run stopped right after the file was written
+            # idempotent: a run stopped right after the file was written
+            results.append(_record(recorder, previous))
             continue
         pending.append((path, student))
 
@@ -303,28 +437,41 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
         runner = _run_dask(pending, settings, scheduler, security)
     else:
         if pending:
-            isolation_status()  # probed once here (a real kernel): the grading processes forked below inherit it
+            # probed once here (a real kernel): the grading processes forked below inherit it
+            isolation_status()
         runner = _run_local(pending, settings, max(workers, 1))
     bar = tqdm(total=len(pending), desc="grading", unit="nb", disable=not progress, file=sys.stderr)
     if note:
         bar.write(terminal(note), file=sys.stderr)
     if len(pending) < len(jobs):
-        bar.write(terminal(f"resuming: {len(jobs) - len(pending)} results already in {out_dir / 'results'}"), file=sys.stderr)
+        bar.write(
+            terminal(
+                f"resuming: {len(jobs) - len(pending)} results already in {out_dir / 'results'}"
+            ),
+            file=sys.stderr,
+        )
     if len(results) == expected:
         painter.start(rows(), out_dir)
     try:
         for result in runner:
             course.check()  # before anything of this result is kept
-            result = replace(result, sources=course.digest, identity=notes.get(Path(result.file), ""))
-            result = _record(recorder, result)  # first: a result file means "recorded", so resume may trust it
+            result = replace(
+                result, sources=course.digest, identity=notes.get(Path(result.file), "")
+            )
+            # first: a result file means "recorded", so resume may trust it
+            result = _record(recorder, result)
             if result.status != GRADER_ERROR or "recorded" not in result.message:
                 _keep(result, result_path(out_dir, Path(result.file), submissions_dir), key, bar)
             results.append(result)
-            bar.set_postfix_str(terminal(f"{result.student_id}: {result.status} in {result.seconds:.1f}s"))
+            bar.set_postfix_str(
+                terminal(f"{result.student_id}: {result.status} in {result.seconds:.1f}s")
+            )
             bar.update()
             if len(results) == expected:  # the last one: the report is drawn while the workers stop
                 everything = rows()
-                painter.start(everything.holding(adjustments.for_reports(everything, db_path)), out_dir)
+                painter.start(
+                    everything.holding(adjustments.for_reports(everything, db_path)), out_dir
+                )
     except KeyboardInterrupt:
         interrupted = Interrupted(len(results), expected)
     else:
@@ -337,33 +484,46 @@ def _grade_folder(submissions_dir, out_dir, settings, workers, scheduler, db_pat
     if interrupted is not None:
         painter.background.close()
         raise interrupted from None
-    formgrader.write_course_or_say_why(out_dir, results, db_path)  # nbgrader's formgrader on this gradebook
+    # nbgrader's formgrader on this gradebook
+    formgrader.write_course_or_say_why(out_dir, results, db_path)
     everything = rows()  # the autograder's own results
     _keep_rows(everything, out_dir, key)
-    everything.reported = everything.holding(adjustments.for_reports(everything, db_path))  # with changes made in formgrader
+    # with changes made in formgrader
+    everything.reported = everything.holding(adjustments.for_reports(everything, db_path))
     write_reports(everything.reported, out_dir, painter)
     return everything
 
 
 def _keep(result: GradeResult, path: Path, key: bytes, bar) -> None:
-    """The signed result file resume trusts; if it cannot be written, the file is graded again next time."""
+    """The signed result file resume trusts; if it cannot be written, the file is graded again next
+    time."""
     try:
         _write_atomically(path, json.dumps(signed(result, key), indent=1))
     except OSError as error:
-        bar.write(terminal(f"the result of {result.file} could not be kept in {path.parent} ({error.strerror}): "
-                           "a rerun grades it again"), file=sys.stderr)
+        bar.write(
+            terminal(
+                f"the result of {result.file} could not be kept in {path.parent} "
+                f"({error.strerror}): a rerun grades it again"
+            ),
+            file=sys.stderr,
+        )
 
 
 def _keep_rows(rows: Rows, out_dir: Path, key: bytes) -> None:
-    """OUT/rows.json, which ``export`` reports again (ledger.py); if it cannot be written, no older one
-    stays to be reported instead."""
+    """OUT/rows.json, which ``export`` reports again (ledger.py); if it cannot be written, no older
+    one stays to be reported instead."""
     try:
         keep_rows(rows, out_dir, key)
     except OSError as error:
         with contextlib.suppress(OSError):
             (out_dir / ROWS_FILE).unlink()
-        print(terminal(f"note: {out_dir / ROWS_FILE} could not be written ({error.strerror}): grade again before "
-                       f"`bpe-labs export {out_dir}`"), file=sys.stderr)
+        print(
+            terminal(
+                f"note: {out_dir / ROWS_FILE} could not be written ({error.strerror}): grade again "
+                f"before `bpe-labs export {out_dir}`"
+            ),
+            file=sys.stderr,
+        )
 
 
 def write_reports(results: list[GradeResult], out_dir: Path, painter=None) -> None:
@@ -380,8 +540,15 @@ def write_reports(results: list[GradeResult], out_dir: Path, painter=None) -> No
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(report.feedback_html(result), encoding="utf-8", errors="replace")
         except Exception:
-            print(terminal(f"no feedback page for {result.file}:") + f"\n{traceback.format_exc(limit=5)}", file=sys.stderr)
+            print(
+                terminal(f"no feedback page for {result.file}:")
+                + f"\n{traceback.format_exc(limit=5)}",
+                file=sys.stderr,
+            )
     try:
         report.class_report(results, out_dir, painter)
     except Exception:
-        print(f"the class report could not be written:\n{traceback.format_exc(limit=5)}", file=sys.stderr)
+        print(
+            f"the class report could not be written:\n{traceback.format_exc(limit=5)}",
+            file=sys.stderr,
+        )
