@@ -1,8 +1,8 @@
-"""grade a folder of handed-in notebooks, build the student notebooks and Gradescope zips, and run the
-course's own commands (the course: --course module:attr, else the one installed).
+"""grade a folder of handed-in notebooks, build the student notebooks and Gradescope zips, and run
+the course's own commands (the course: --course module:attr, else the one installed).
 
-A user's mistake (a wrong path, a typo in a lab's name, Ctrl-C) gets one line saying what to do and a
-non-zero exit (2; 130 for Ctrl-C), never a traceback."""
+A user's mistake (a wrong path, a typo in a lab's name, Ctrl-C) gets one line saying what to do and
+a non-zero exit (2; 130 for Ctrl-C), never a traceback."""
 from __future__ import annotations
 
 import argparse
@@ -28,28 +28,43 @@ def fail(message: str, code: int = USAGE) -> int:
 
 
 def _grade(args) -> int:
-    from autograder.batch import (CourseChanged, InsecureScheduler, Interrupted, NothingToGrade, OutNotAFolder,
-                                  SchedulerUnreachable, dask_security, grade_folder)
+    from autograder.batch import (
+        CourseChanged,
+        InsecureScheduler,
+        Interrupted,
+        NothingToGrade,
+        OutNotAFolder,
+        SchedulerUnreachable,
+        dask_security,
+        grade_folder,
+    )
     from autograder.grade import Settings
     from autograder.identity import read_roster
     from autograder.report import grades_text, plural
 
     if not Path(args.data_dir).is_dir():
-        raise UsageError(f"--data-dir {args.data_dir} is not a folder: point it at the corpora the notebooks load "
-                         f"(or unset ${current().data_variable})")
+        raise UsageError(
+            f"--data-dir {args.data_dir} is not a folder: point it at the corpora the notebooks "
+            f"load (or unset ${current().data_variable})"
+        )
     if args.require_isolation:
         from autograder.kernel import isolation_status
 
         status = isolation_status()
         if not status.startswith("landlock"):
-            raise UsageError(f"--require-isolation: kernels cannot be isolated here, so nothing was graded ({status}): "
-                             "grade on Linux 5.13 or later with Landlock enabled, or leave out --require-isolation")
+            raise UsageError(
+                "--require-isolation: kernels cannot be isolated here, so nothing was graded "
+                f"({status}): grade on Linux 5.13 or later with Landlock enabled, or leave out "
+                "--require-isolation"
+            )
     settings = Settings.from_arguments(args)
     try:
         roster = read_roster(Path(args.roster)) if args.roster else None
     except (ValueError, OSError) as error:
-        raise UsageError(f"the roster could not be read ({error}): pass a CSV file with a student_id column "
-                         "(see --help)") from None
+        raise UsageError(
+            f"the roster could not be read ({error}): pass a CSV file with a student_id column "
+            "(see --help)"
+        ) from None
     out = Path(args.out)
     try:
         security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key,
@@ -57,7 +72,13 @@ def _grade(args) -> int:
         rows = grade_folder(Path(args.submissions), out, settings, workers=args.workers,
                             scheduler=args.scheduler, db_path=args.db, progress=not args.quiet,
                             roster=roster, security=security)
-    except (NothingToGrade, OutNotAFolder, CourseChanged, InsecureScheduler, SchedulerUnreachable) as error:
+    except (
+        NothingToGrade,
+        OutNotAFolder,
+        CourseChanged,
+        InsecureScheduler,
+        SchedulerUnreachable,
+    ) as error:
         raise UsageError(str(error)) from None
     except Interrupted as error:
         return fail(str(error), INTERRUPTED)
@@ -65,7 +86,9 @@ def _grade(args) -> int:
     graded = sum(row.status == "graded" for row in rows)
     summary = [f"{plural(rows.this_batch, 'file')} in {rows.folder}, {graded} graded"]
     if rows.earlier:
-        summary.append(f"{plural(rows.earlier, 'row')} of earlier batches this folder's gradebook holds")
+        summary.append(
+            f"{plural(rows.earlier, 'row')} of earlier batches this folder's gradebook holds"
+        )
     if rows.missing:
         summary.append(f"{plural(rows.missing, 'missing hand-in')} (roster)")
     print(terminal("; ".join(summary)))
@@ -75,7 +98,8 @@ def _grade(args) -> int:
 
 
 def exit_quickly(code: int) -> int:
-    """``code``, after freezing this process's objects for its exit (the end of a command run as a program).
+    """``code``, after freezing this process's objects for its exit (the end of a command run as a
+    program).
 
     Everything is written and closed by then. Frozen, the objects are not collected again, one
     collection after another, while the interpreter tears its modules down: the exit after grading
@@ -97,7 +121,9 @@ def _build(args) -> int:
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a folder: name a folder for the student notebooks")
+        raise UsageError(
+            f"--out {out} is a file, not a folder: name a folder for the student notebooks"
+        )
     for path in release(out):
         print(f"wrote {shown(path)}")
     course = current()
@@ -107,7 +133,8 @@ def _build(args) -> int:
 
 
 def lab_choice(course: Course):
-    """An argparse ``type`` accepting a lab id of ``course``; anything else gets one line naming the labs."""
+    """An argparse ``type`` accepting a lab id of ``course``; anything else gets one line naming the
+    labs."""
     labs = course.lab_ids()
 
     def lab(text: str) -> str:
@@ -122,56 +149,103 @@ def lab_choice(course: Course):
 def build_parser(course: Course, prog: str = "python -m autograder") -> argparse.ArgumentParser:
     """The command line's parser for ``course``: every command and option with its help."""
     parser = argparse.ArgumentParser(
-        prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=f"{prog}: {__doc__.split(chr(10) + chr(10))[0]}\n\nCourse: {course.name} ({course.spec}); "
-                    f"labs: {', '.join(course.lab_ids())}.")
-    parser.add_argument("--course", help="the course to use, as module:attr (default: the installed course)")
+        prog=prog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=f"{prog}: {__doc__.split(chr(10) + chr(10))[0]}\n\nCourse: {course.name} "
+                    f"({course.spec}); labs: {', '.join(course.lab_ids())}.",
+    )
+    parser.add_argument(
+        "--course", help="the course to use, as module:attr (default: the installed course)"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    grade = commands.add_parser("grade", help="grade a folder of handed-in notebooks",
-                                description="Grade every entry of SUBMISSIONS_DIR into OUT: grades.csv, feedback/, "
-                                            "class_report.md, the nbgrader gradebook. Run the same command again "
-                                            "to resume; grade later batches into the same OUT to keep one "
-                                            "gradebook for the term.")
-    grade.add_argument("submissions", metavar="SUBMISSIONS_DIR",
-                       help="a folder of handed-in notebooks as an LMS exports them (Canvas, Moodle: the student id "
-                            "is the prefix the export wrote; any other name: the file name without .ipynb and a "
-                            "trailing _<lab>), an nbgrader submitted/<student>/<lab>/ tree, or an nbgrader course "
-                            "folder (its submitted/ is graded). Every entry gets a row")
-    grade.add_argument("--out", required=True, metavar="OUT",
-                       help="folder for grades.csv, feedback/, class_report.md, scores.png, gradebook.db and results/ "
-                            "(created if needed; an earlier batch's results there are kept and reported)")
-    grade.add_argument("--db", type=Path, help="nbgrader gradebook (SQLite file); default OUT/gradebook.db")
-    grade.add_argument("--workers", type=int, default=default_workers(),
-                       help="notebooks graded at once on this machine, each in a grading process of its own "
-                            "(default: twice the cores, %(default)s here, as about a quarter of grading is waiting; "
-                            "see benchmarks/profile_grading.md); 0 is 1: one file at a time")
-    grade.add_argument("--roster", help="CSV mapping LMS export names or user ids to student ids (columns: "
-                                        "student_id, and any of user_id, name, login, email); every roster student "
-                                        "then has a row for every lab the batch grades (missing if nothing came)")
-    grade.add_argument("--scheduler", help="grade on a Dask cluster: the scheduler's address (tls://host:8786)")
-    grade.add_argument("--tls-ca-file", help="Dask: the CA certificate that signed the scheduler's and workers' certificates")
-    grade.add_argument("--tls-cert", help="Dask: this client's certificate (the scheduler requires one)")
+    grade = commands.add_parser(
+        "grade",
+        help="grade a folder of handed-in notebooks",
+        description="Grade every entry of SUBMISSIONS_DIR into OUT: grades.csv, feedback/, "
+        "class_report.md, the nbgrader gradebook. Run the same command again "
+        "to resume; grade later batches into the same OUT to keep one "
+        "gradebook for the term.",
+    )
+    grade.add_argument(
+        "submissions",
+        metavar="SUBMISSIONS_DIR",
+        help="a folder of handed-in notebooks as an LMS exports them (Canvas, Moodle: the student "
+             "id is the prefix the export wrote; any other name: the file name without .ipynb and "
+             "a trailing _<lab>), an nbgrader submitted/<student>/<lab>/ tree, or an nbgrader "
+             "course folder (its submitted/ is graded). Every entry gets a row",
+    )
+    grade.add_argument(
+        "--out",
+        required=True,
+        metavar="OUT",
+        help="folder for grades.csv, feedback/, class_report.md, scores.png, gradebook.db and "
+             "results/ (created if needed; an earlier batch's results there are kept and reported)",
+    )
+    grade.add_argument(
+        "--db", type=Path, help="nbgrader gradebook (SQLite file); default OUT/gradebook.db"
+    )
+    grade.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers(),
+        help="notebooks graded at once on this machine, each in a grading process of its own "
+        "(default: twice the cores, %(default)s here, as about a quarter of grading is waiting; "
+        "see benchmarks/profile_grading.md); 0 is 1: one file at a time",
+    )
+    grade.add_argument(
+        "--roster",
+        help="CSV mapping LMS export names or user ids to student ids (columns: "
+        "student_id, and any of user_id, name, login, email); every roster student "
+        "then has a row for every lab the batch grades (missing if nothing came)",
+    )
+    grade.add_argument(
+        "--scheduler", help="grade on a Dask cluster: the scheduler's address (tls://host:8786)"
+    )
+    grade.add_argument(
+        "--tls-ca-file",
+        help="Dask: the CA certificate that signed the scheduler's and workers' certificates",
+    )
+    grade.add_argument(
+        "--tls-cert", help="Dask: this client's certificate (the scheduler requires one)"
+    )
     grade.add_argument("--tls-key", help="Dask: this client's private key")
-    grade.add_argument("--insecure", action="store_true",
-                       help="Dask: allow a scheduler on another machine without TLS and client certificates")
-    grade.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
-                       help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
+    grade.add_argument(
+        "--insecure",
+        action="store_true",
+        help="Dask: allow a scheduler on another machine without TLS and client certificates",
+    )
+    grade.add_argument(
+        "--data-dir",
+        default=os.environ.get(course.data_variable, str(course.default_data)),
+        help=f"corpora the notebooks load (default: ${course.data_variable}, else "
+             f"{course.default_data})",
+    )
     add_limit_arguments(grade)  # their defaults: autograder/limits.py
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(run=_grade)
 
-    build = commands.add_parser("build", help="regenerate the student notebooks from the solution notebooks",
-                                description="Write the student notebooks (nbgrader's generate_assignment steps) "
-                                            "and say where their Colab badges point.")
-    build.add_argument("--out", default=str(course.notebooks),
-                       help="folder for the student notebooks (default: the course's notebooks/ folder)")
+    build = commands.add_parser(
+        "build",
+        help="regenerate the student notebooks from the solution notebooks",
+        description="Write the student notebooks (nbgrader's generate_assignment steps) "
+        "and say where their Colab badges point.",
+    )
+    build.add_argument(
+        "--out",
+        default=str(course.notebooks),
+        help="folder for the student notebooks (default: the course's notebooks/ folder)",
+    )
     build.set_defaults(run=_build)
 
     from autograder.gradescope import add_build_arguments
 
-    add_build_arguments(commands.add_parser("gradescope", help="build Gradescope's autograder zip for one lab "
-                                                               "(docs/GRADESCOPE.md)"), lab_choice(course))
+    add_build_arguments(
+        commands.add_parser(
+            "gradescope", help="build Gradescope's autograder zip for one lab (docs/GRADESCOPE.md)"
+        ),
+        lab_choice(course),
+    )
     from autograder.service.cli import add_commands as add_service_commands
 
     add_service_commands(commands, course)  # serve, tokens, accounts (docs/SERVICE.md)
@@ -183,8 +257,13 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
     return parser
 
 
-def main(argv: list[str] | None = None, course: Course | str | None = None, prog: str = "python -m autograder") -> int:
-    """The command line, for ``course`` (default: ``--course``, else the one ``autograder.course`` finds)."""
+def main(
+    argv: list[str] | None = None,
+    course: Course | str | None = None,
+    prog: str = "python -m autograder",
+) -> int:
+    """The command line, for ``course`` (default: ``--course``, else the one ``autograder.course``
+    finds)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     first = argparse.ArgumentParser(add_help=False)
     first.add_argument("--course")
@@ -192,7 +271,10 @@ def main(argv: list[str] | None = None, course: Course | str | None = None, prog
     try:
         course = use(known.course or course or current())
     except (LookupError, ImportError, TypeError, AttributeError) as error:
-        return fail(f"{error}: pass --course module:attr naming an installed course (or set AUTOGRADER_COURSE)")
+        return fail(
+            f"{error}: pass --course module:attr naming an installed course (or set "
+            "AUTOGRADER_COURSE)"
+        )
     try:
         parser = build_parser(course, prog)
         args = parser.parse_args(argv)
@@ -201,7 +283,9 @@ def main(argv: list[str] | None = None, course: Course | str | None = None, prog
         return fail(str(error))
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as error:
         # a path given on the command line that is not there, or not of the right kind
-        return fail(f"{error}: check the paths given to the command (and that they may be read or written)")
+        return fail(
+            f"{error}: check the paths given to the command (and that they may be read or written)"
+        )
     except KeyboardInterrupt:
         return fail("interrupted: run the same command again to go on", INTERRUPTED)
 
