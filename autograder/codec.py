@@ -77,7 +77,10 @@ def encode(value):
         if kind in _SEQUENCES:
             return [_SEQUENCES[kind], [walk(item, depth + 1) for item in obj]]
         if kind in _MAPPINGS:
-            return [_MAPPINGS[kind], [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in obj.items()]]
+            return [
+                _MAPPINGS[kind],
+                [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in obj.items()],
+            ]
         name = f"{getattr(kind, '__module__', '?')}.{getattr(kind, '__qualname__', '?')}"
         try:
             text = object.__repr__(obj)
@@ -127,7 +130,8 @@ def decode(tagged):
         return _decode(tagged, 0, budget)
     except Pathological as refused:
         return Unsupported("refused value", str(refused))
-    except (IndexError, KeyError, TypeError, ValueError, OverflowError) as malformed:  # not what encode makes
+    # not what encode makes
+    except (IndexError, KeyError, TypeError, ValueError, OverflowError) as malformed:
         return Unsupported("malformed value", type(malformed).__name__)
 
 
@@ -143,19 +147,33 @@ def _check_hashes(items: list, nodes: int, what: str, budget: list) -> None:
     try:
         # Distinct ints below 2**61 - 1 in size never share a hash (but -1 and -2), nor do True,
         # False and None: only the rest is hashed (a corpus's counts cost nothing here).
-        hashes = [hash(item) if type(item) in _PREDICTABLE and not (type(item) in _SMALL and -_MODULUS < item < _MODULUS)
-                  else None for item in items]
-    except TypeError:  # a tuple holding a list: never a set item or a dict key, nor hashed by anyone
+        hashes = [
+            hash(item)
+            if type(item) in _PREDICTABLE
+            and not (type(item) in _SMALL and -_MODULUS < item < _MODULUS)
+            else None
+            for item in items
+        ]
+    # a tuple holding a list: never a set item or a dict key, nor hashed by anyone
+    except TypeError:
         return
-    # Safe to count: equal hashes are equal keys here, and at most 8 distinct 64-bit hashes share a hash.
-    crowded = {value for value, count in collections.Counter(hashes).items() if count > MAX_SAME_HASH and value is not None}
+    # Safe to count: equal hashes are equal keys here, and at most 8 distinct 64-bit hashes share a
+    # hash.
+    crowded = {
+        value
+        for value, count in collections.Counter(hashes).items()
+        if count > MAX_SAME_HASH and value is not None
+    }
     groups: dict = {}
     for item, value in zip(items, hashes):
         if value in crowded:
             seen = groups.setdefault(value, set())
-            seen.add(item)  # at most MAX_SAME_HASH comparisons: the set is refused as soon as it outgrows that
+            # at most MAX_SAME_HASH comparisons: the set is refused as soon as it outgrows that
+            seen.add(item)
             if len(seen) > MAX_SAME_HASH:
-                raise Pathological(f"{what} of values that share one hash (built to be slow to use)")
+                raise Pathological(
+                    f"{what} of values that share one hash (built to be slow to use)"
+                )
 
 
 def _decode(tagged, depth: int, budget: list):
@@ -196,7 +214,9 @@ def _decode(tagged, depth: int, budget: list):
             raise Pathological(f"a {tag} with an unhashable item")
         return _SEQUENCE_TYPES[tag](items)
     if tag in _MAPPING_TYPES:
-        if type(tagged[1]) is not list or any(type(pair) is not list or len(pair) != 2 for pair in tagged[1]):
+        if type(tagged[1]) is not list or any(
+            type(pair) is not list or len(pair) != 2 for pair in tagged[1]
+        ):
             raise Pathological(f"a {tag} that is not a list of pairs")
         before = budget[0]
         keys = [_decode(key, depth + 1, budget) for key, _ in tagged[1]]
@@ -216,13 +236,30 @@ def _decode(tagged, depth: int, budget: list):
 
 
 _SEQUENCE_TYPES = {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}
-_MAPPING_TYPES = {"dict": dict, "Counter": collections.Counter, "OrderedDict": collections.OrderedDict,
-                  "defaultdict": collections.defaultdict}
+_MAPPING_TYPES = {
+    "dict": dict,
+    "Counter": collections.Counter,
+    "OrderedDict": collections.OrderedDict,
+    "defaultdict": collections.defaultdict,
+}
 
 
 # What may travel to the kernel besides exact instances of None, bool, int, float, str, bytes, list,
 # tuple, dict, set and frozenset (which pickle never shows to ``reducer_override``).
-_PACKABLE = frozenset(_MAPPINGS) | {type, type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset}
+_PACKABLE = frozenset(_MAPPINGS) | {
+    type,
+    type(None),
+    bool,
+    int,
+    float,
+    str,
+    bytes,
+    list,
+    tuple,
+    dict,
+    set,
+    frozenset,
+}
 
 
 class _PlainPickler(pickle.Pickler):
@@ -232,7 +269,10 @@ class _PlainPickler(pickle.Pickler):
     def reducer_override(self, obj):
         if obj in _PACKABLE if type(obj) is type else type(obj) in _PACKABLE:
             return NotImplemented
-        raise TypeError(f"a hidden test passed a {type(obj).__qualname__}: only plain values reach the student's code")
+        raise TypeError(
+            f"a hidden test passed a {type(obj).__qualname__}: only plain values reach the "
+            "student's code"
+        )
 
 
 def pack(value) -> str:
@@ -273,7 +313,8 @@ def _outcome(function, args, kwargs, with_arguments=False):
 
 
 def call_in_namespace(namespace, name, payload):
-    """Kernel side: call ``namespace[name]`` with the packed ``(args, kwargs)``; its outcome as JSON text."""
+    """Kernel side: call ``namespace[name]`` with the packed ``(args, kwargs)``; its outcome as JSON
+    text."""
     args, kwargs = unpack(payload)
     return json.dumps(_outcome(namespace[name], args, kwargs))
 
@@ -288,7 +329,8 @@ def call_each_in_namespace(namespace, name, payload, seconds=0.0, with_arguments
     ``(argument_lists, keywords)`` (the same keywords for every call), as a loop would, stopping
     at the first exception; the outcomes as JSON text. Each call gets arguments of its own (a
     function that changes its input changes nothing for the next call). With ``seconds``, each
-    call has that time limit of its own (``["timeout"]`` ends the list), as one call at a time would have."""
+    call has that time limit of its own (``["timeout"]`` ends the list), as one call at a time would
+    have."""
     import signal
 
     outcomes = []
@@ -334,7 +376,7 @@ def fetch(namespace, name):
     return json.dumps(encode(namespace[name]))
 
 
-# -- state snapshots: may a part's hidden tests run after the whole notebook instead of at its place? --
+# -- state snapshots: may a part's hidden tests run after the whole notebook, not at its place? --
 # The grader runs the notebook once, with its visible checks, and the hidden tests afterwards, when
 # what each part's hidden tests can reach is what it was at the part's test cell: the same objects
 # bound to the same names (functions, and the globals they read, followed through their code),
@@ -345,7 +387,9 @@ _SNAPSHOTS: dict = {}
 
 # The instructions that name a global: not attribute names, which share ``co_names`` with them
 # (``text.encode(...)`` reads no global ``encode``).
-_GLOBAL_ACCESS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"})
+_GLOBAL_ACCESS = frozenset(
+    {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_FROM_DICT_OR_GLOBALS"}
+)
 
 
 def _global_names(function):
@@ -363,7 +407,11 @@ def _global_names(function):
         code = stack.pop()
         if code is None:
             continue
-        names.update(instruction.argval for instruction in dis.get_instructions(code) if instruction.opname in _GLOBAL_ACCESS)
+        names.update(
+            instruction.argval
+            for instruction in dis.get_instructions(code)
+            if instruction.opname in _GLOBAL_ACCESS
+        )
         stack.extend(const for const in code.co_consts if hasattr(const, "co_names"))
     return names
 
@@ -390,7 +438,8 @@ def _state(value):
 
 
 def _reachable(namespace, names):
-    """``names`` and every notebook global that the notebook functions among them read, transitively."""
+    """``names`` and every notebook global that the notebook functions among them read,
+    transitively."""
     import types
 
     seen, todo = set(), list(names)
@@ -424,9 +473,14 @@ def changed_since(namespace, keys_json):
     changed = []
     for key in json.loads(keys_json):
         taken = _SNAPSHOTS.get(key)
-        if taken is None or any(namespace.get(name, _MISSING) is not value
-                                or (value is not _MISSING and (state is None or state[-1] is None or _state(value) != state))
-                                for name, (value, state) in taken.items()):
+        if taken is None or any(
+            namespace.get(name, _MISSING) is not value
+            or (
+                value is not _MISSING
+                and (state is None or state[-1] is None or _state(value) != state)
+            )
+            for name, (value, state) in taken.items()
+        ):
             changed.append(key)
     return json.dumps(changed)
 
@@ -479,7 +533,8 @@ def _update_in_place(target, value):
 
 
 def stand_in(namespace, name):
-    """Kernel side: replace the notebook's ``name`` by a stand-in; the original is kept to be put back."""
+    """Kernel side: replace the notebook's ``name`` by a stand-in; the original is kept to be put
+    back."""
     if name not in _ORIGINALS:
         _ORIGINALS[name] = namespace.get(name, _MISSING)
     namespace[name] = _stand_in(name)
@@ -507,14 +562,23 @@ def answer_stand_in(prompt, references):
             raise ValueError(f"the reference {name} is not available here")
         args, kwargs = decode(payload)
         args = list(args)
-        before = [json.dumps(encode(arg)) if isinstance(arg, (list, dict, set)) else None for arg in args]
+        before = [
+            json.dumps(encode(arg)) if isinstance(arg, (list, dict, set)) else None for arg in args
+        ]
         try:
             result = references[name](*args, **dict(kwargs))
         except Exception as error:
             return json.dumps(_raised(error))
         changed = [[index, encode(arg)] for index, arg in enumerate(args)
                    if before[index] is not None and json.dumps(encode(arg)) != before[index]]
-        same = next((index for index, arg in enumerate(args) if arg is result and before[index] is not None), None)
+        same = next(
+            (
+                index
+                for index, arg in enumerate(args)
+                if arg is result and before[index] is not None
+            ),
+            None,
+        )
         return json.dumps(["returned", encode(result), {"changed": changed, "same": same}])
     except Exception as error:
         return json.dumps(["raised", "RuntimeError", True, str(error)[:200]])
