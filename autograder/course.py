@@ -30,12 +30,14 @@ class Course:
     notebooks: Path  # the released student notebooks
     data: Path  # the course's data folder: a kernel may read it, and sees it as ./data
     default_data: Path  # the corpora notebooks load unless the instructor names others
-    metadata_key: str  # notebook metadata key naming a lab: {key: {"lab": ..., "title": ..., "order": ...}}
+    # notebook metadata key naming a lab: {key: {"lab": ..., "title": ..., "order": ...}}
+    metadata_key: str
     data_variable: str  # environment variable through which notebooks find their corpora
     # Modules and packages hidden tests import: hashed and imported before grading, checked before
     # every result is kept, never readable by a kernel (the folders of their top-level packages).
     trusted_modules: tuple[str, ...] = ()
-    examples: Path | None = None  # example submissions (examples/submissions) and their expected points
+    # example submissions (examples/submissions) and their expected points
+    examples: Path | None = None
     # Applied to every cell's source before nbgrader's release steps (links, embedded files).
     prepare_source: Callable[[str], str] | None = None
     # Adds the course's own subcommands to the command line (argparse sub-parsers).
@@ -44,24 +46,30 @@ class Course:
     release_note: Callable[[], str] | None = None
 
     def lab_ids(self) -> list[str]:
-        """The labs' ids, from the solution notebooks' names alone (nothing is read: for the command line)."""
+        """The labs' ids, from the solution notebooks' names alone (nothing is read: for the command
+        line)."""
         return sorted(path.stem for path in Path(self.solutions).glob("*.ipynb"))
-    # The grading service (autograder/service): the environment variable naming its URL when the notebooks
-    # are built (their Submit cell posts there; unset: the cell says how to hand in), and the one a student's
-    # kernel may hold their token in.
+    # The grading service (autograder/service): the environment variable naming its URL when the
+    # notebooks are built (their Submit cell posts there; unset: the cell says how to hand in), and
+    # the one a
+    # student's kernel may hold their token in.
     server_variable: str | None = None
     token_variable: str | None = None
 
     def trusted_folders(self) -> list[Path]:
-        """Folders of the trusted packages (where a new module would be imported from by a hidden test)."""
+        """Folders of the trusted packages (where a new module would be imported from by a hidden
+        test)."""
         return _package_folders(self.trusted_modules)
 
     def package_folders(self) -> list[Path]:
-        """Folders of the top-level packages of the trusted modules (what a kernel may not read): the
-        one imported, and any other copy on the Python path (an installed one beside a checkout)."""
+        """Folders of the top-level packages of the trusted modules (what a kernel may not read):
+        the one imported, and any other copy on the Python path (an installed one beside a
+        checkout)."""
         names = list(dict.fromkeys(name.split(".")[0] for name in self.trusted_modules))
         copies = [Path(entry or ".").resolve() / name for entry in sys.path for name in names]
-        return list(dict.fromkeys([*_package_folders(names), *(path for path in copies if path.is_dir())]))
+        return list(
+            dict.fromkeys([*_package_folders(names), *(path for path in copies if path.is_dir())])
+        )
 
     def trusted_files(self) -> list[Path]:
         """The source files of the trusted modules (a package: every ``.py`` beneath it)."""
@@ -72,7 +80,11 @@ class Course:
                 raise ModuleNotFoundError(f"course {self.name}: no module {name}")
             if found.submodule_search_locations:
                 for location in found.submodule_search_locations:
-                    files += [path for path in Path(location).rglob("*.py") if "__pycache__" not in path.parts]
+                    files += [
+                        path
+                        for path in Path(location).rglob("*.py")
+                        if "__pycache__" not in path.parts
+                    ]
             elif found.origin:
                 files.append(Path(found.origin))
         return sorted(set(files))
@@ -116,10 +128,14 @@ def find() -> Course:
     if len(courses) == 1:
         return load(next(iter(courses.values())))
     if not courses:
-        raise LookupError(f"no course: install one (entry point group {ENTRY_POINT_GROUP}), pass --course "
-                          f"module:attr or set {COURSE_VARIABLE}")
-    raise LookupError(f"{len(courses)} courses are installed ({', '.join(sorted(courses))}): pass --course "
-                      f"module:attr or set {COURSE_VARIABLE}")
+        raise LookupError(
+            f"no course: install one (entry point group {ENTRY_POINT_GROUP}), pass --course "
+            f"module:attr or set {COURSE_VARIABLE}"
+        )
+    raise LookupError(
+        f"{len(courses)} courses are installed ({', '.join(sorted(courses))}): pass --course "
+        f"module:attr or set {COURSE_VARIABLE}"
+    )
 
 
 def use(course: Course | str) -> Course:
