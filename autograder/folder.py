@@ -1,14 +1,16 @@
 """What a submissions folder holds: the folder to grade, and every entry in it with its kind.
 
-Every entry gets a row, whatever it is: a notebook is graded; a PDF, a ``.py`` or a zip archive gets a
-row saying what it is and what to do; a symbolic link, a hard link, a FIFO, a socket or a device is
-never opened or followed (it could lead out of the folder, to the course's solutions say, or block a
-read forever) and gets a ``not_a_regular_file`` row. The folder is walked without following links, and
-entries are named by their path inside it (never resolved), so a link cannot take a row outside.
+Every entry gets a row, whatever it is: a notebook is graded; a PDF, a ``.py`` or a zip archive gets
+a row saying what it is and what to do; a symbolic link, a hard link, a FIFO, a socket or a device
+is never opened or followed (it could lead out of the folder, to the course's solutions say, or
+block a read forever) and gets a ``not_a_regular_file`` row. The folder is walked without following
+links, and entries are named by their path inside it (never resolved), so a link cannot take a row
+outside.
 
 A folder that is missing, empty or holds no notebook at all is refused (:class:`NothingToGrade`)
 before anything is written: a wrong path must never look like a class that handed in nothing.
-Given an nbgrader course folder (``source/``, ``submitted/``...), its ``submitted/`` folder is graded.
+Given an nbgrader course folder (``source/``, ``submitted/``...), its ``submitted/`` folder is
+graded.
 """
 from __future__ import annotations
 
@@ -23,11 +25,19 @@ NOTEBOOK, ARCHIVE, OTHER_FILE, SPECIAL = "notebook", "archive", "other file", "s
 # Folders a tool writes beside the hand-ins, never a student: Jupyter's autosaves.
 SKIPPED_FOLDERS = frozenset({".ipynb_checkpoints"})
 # What an nbgrader course folder holds beside submitted/ (nbgrader's CourseDirectory layout).
-NBGRADER_SIBLINGS = ("nbgrader_config.py", "source", "release", "autograded", "feedback", "gradebook.db")
+NBGRADER_SIBLINGS = (
+    "nbgrader_config.py",
+    "source",
+    "release",
+    "autograded",
+    "feedback",
+    "gradebook.db",
+)
 
 
 class NothingToGrade(ValueError):
-    """The folder to grade is missing, empty or holds no notebook; the message says what to pass instead."""
+    """The folder to grade is missing, empty or holds no notebook; the message says what to pass
+    instead."""
 
 
 @dataclass(frozen=True)
@@ -41,18 +51,27 @@ class Entry:
 
 
 def folder_to_grade(folder: Path) -> tuple[Path, str]:
-    """The folder whose entries are the submissions, and a line to say when it is not ``folder`` itself.
+    """The folder whose entries are the submissions, and a line to say when it is not ``folder``
+    itself.
 
     Raises :class:`NothingToGrade` when ``folder`` is missing or not a folder.
     """
     folder = Path(folder)
     if not folder.exists():
-        raise NothingToGrade(f"{folder} does not exist: check the path, and pass the folder the handed-in "
-                             f"notebooks were downloaded or unpacked into")
+        raise NothingToGrade(
+            f"{folder} does not exist: check the path, and pass the folder the handed-in "
+            f"notebooks were downloaded or unpacked into"
+        )
     if not folder.is_dir():
-        raise NothingToGrade(f"{folder} is a file, not a folder: pass the folder that holds the handed-in notebooks")
+        raise NothingToGrade(
+            f"{folder} is a file, not a folder: pass the folder that holds the handed-in notebooks"
+        )
     submitted = folder / "submitted"
-    if submitted.is_dir() and not submitted.is_symlink() and any((folder / name).exists() for name in NBGRADER_SIBLINGS):
+    if (
+        submitted.is_dir()
+        and not submitted.is_symlink()
+        and any((folder / name).exists() for name in NBGRADER_SIBLINGS)
+    ):
         return submitted, (f"{folder} is an nbgrader course folder: grading its submitted/ folder "
                            f"(one folder per student), not its source/ or release/ notebooks")
     return folder, ""
@@ -64,7 +83,8 @@ def _what(mode: int, path: Path) -> str:
             target = os.readlink(path)
         except OSError:
             target = "?"
-        return f"a symbolic link (to {target}), not a file: links are never followed; put the file itself in the folder"
+        return (f"a symbolic link (to {target}), not a file: links are never followed; put the "
+                "file itself in the folder")
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe), not a file"
     if stat.S_ISSOCK(mode):
@@ -80,14 +100,21 @@ def _archive_note(path: Path) -> str:
     """What a zip holds (from its directory, nothing extracted), and how to grade it."""
     try:
         with zipfile.ZipFile(path) as archive:
-            inside = [name for name in archive.namelist() if name.endswith(".ipynb") and "__MACOSX" not in name]
+            inside = [
+                name
+                for name in archive.namelist()
+                if name.endswith(".ipynb") and "__MACOSX" not in name
+            ]
     except (zipfile.BadZipFile, OSError, ValueError):
-        return "a .zip archive that could not be opened, not a notebook: ask the student for the .ipynb file"
+        return ("a .zip archive that could not be opened, not a notebook: ask the student for the "
+                ".ipynb file")
     if not inside:
         return "a .zip archive with no notebook inside: ask the student for the .ipynb file"
     shown = ", ".join(inside[:3]) + (f" and {len(inside) - 3} more" if len(inside) > 3 else "")
-    return (f"a .zip archive holding {shown}, not a notebook: unpack the notebook into the folder under this "
-            f"file's name ({path.stem}.ipynb) and grade again; the results so far are kept")
+    return (
+        f"a .zip archive holding {shown}, not a notebook: unpack the notebook into the folder "
+        f"under this file's name ({path.stem}.ipynb) and grade again; the results so far are kept"
+    )
 
 
 def classify(path: Path, relative: Path) -> Entry:
@@ -99,19 +126,30 @@ def classify(path: Path, relative: Path) -> Entry:
     if not stat.S_ISREG(info.st_mode):
         return Entry(path, relative, SPECIAL, _what(info.st_mode, path))
     if info.st_nlink > 1:
-        return Entry(path, relative, SPECIAL, f"a hard link (one of {info.st_nlink} names of one file), not a file of its "
-                                              "own: copy it (cp FILE COPY && mv COPY FILE) and grade again")
+        return Entry(
+            path,
+            relative,
+            SPECIAL,
+            f"a hard link (one of {info.st_nlink} names of one file), not a file of its "
+            "own: copy it (cp FILE COPY && mv COPY FILE) and grade again",
+        )
     suffix = path.suffix.lower()
     if suffix == ".ipynb":
         return Entry(path, relative, NOTEBOOK)
     if suffix == ".zip":
         return Entry(path, relative, ARCHIVE, _archive_note(path))
     kind = f"a {suffix} file" if suffix else "a file without an extension"
-    return Entry(path, relative, OTHER_FILE, f"{kind}, not a Jupyter notebook (.ipynb): ask the student for the notebook")
+    return Entry(
+        path,
+        relative,
+        OTHER_FILE,
+        f"{kind}, not a Jupyter notebook (.ipynb): ask the student for the notebook",
+    )
 
 
 def entries(folder: Path) -> list[Entry]:
-    """Every entry under ``folder`` (but Jupyter's checkpoints), sorted by path; links are not followed."""
+    """Every entry under ``folder`` (but Jupyter's checkpoints), sorted by path; links are not
+    followed."""
     folder = Path(folder)
     found = []
     unreadable: list[OSError] = []
@@ -126,22 +164,42 @@ def entries(folder: Path) -> list[Entry]:
     for error in unreadable:
         if error.filename and Path(error.filename) != folder:
             path = Path(error.filename)
-            found.append(Entry(path, path.relative_to(folder), SPECIAL, f"a folder that could not be read ({error.strerror})"))
+            found.append(
+                Entry(
+                    path,
+                    path.relative_to(folder),
+                    SPECIAL,
+                    f"a folder that could not be read ({error.strerror})",
+                )
+            )
         elif error.filename:
-            raise NothingToGrade(f"{folder} could not be read ({error.strerror}): check its permissions")
+            raise NothingToGrade(
+                f"{folder} could not be read ({error.strerror}): check its permissions"
+            )
     return sorted(found, key=lambda entry: str(entry.relative))
 
 
 def check_something_to_grade(folder: Path, found: list[Entry]) -> None:
-    """Raise :class:`NothingToGrade` when ``found`` holds no notebook, saying what the folder holds instead."""
+    """Raise :class:`NothingToGrade` when ``found`` holds no notebook, saying what the folder holds
+    instead."""
     if any(entry.kind == NOTEBOOK for entry in found):
         return
     if not found:
-        raise NothingToGrade(f"{folder} is empty: pass the folder the handed-in notebooks were downloaded or unpacked into")
+        raise NothingToGrade(
+            f"{folder} is empty: pass the folder the handed-in notebooks were downloaded or "
+            "unpacked into"
+        )
     archives = [entry for entry in found if entry.kind == ARCHIVE]
     if archives and len(archives) == len(found):
-        raise NothingToGrade(f"{folder} holds only .zip archives ({len(archives)}), no notebook: unpack them "
-                             f"(e.g. unzip ARCHIVE -d {folder}) and grade again")
-    shown = ", ".join(str(entry.relative) for entry in found[:3]) + (", ..." if len(found) > 3 else "")
-    raise NothingToGrade(f"{folder} holds no notebook (.ipynb), only {len(found)} other "
-                         f"entr{'y' if len(found) == 1 else 'ies'} ({shown}): pass the folder of the handed-in notebooks")
+        raise NothingToGrade(
+            f"{folder} holds only .zip archives ({len(archives)}), no notebook: unpack them "
+            f"(e.g. unzip ARCHIVE -d {folder}) and grade again"
+        )
+    shown = ", ".join(str(entry.relative) for entry in found[:3]) + (
+        ", ..." if len(found) > 3 else ""
+    )
+    raise NothingToGrade(
+        f"{folder} holds no notebook (.ipynb), only {len(found)} other "
+        f"entr{'y' if len(found) == 1 else 'ies'} ({shown}): pass the folder of the handed-in "
+        "notebooks"
+    )
