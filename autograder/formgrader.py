@@ -47,7 +47,8 @@ METADATA_KEY = "autograder"  # notebook metadata of an autograded notebook: what
 
 @dataclass
 class CourseLayout:
-    """What :func:`write_course` did: notebooks written or already up to date, and why others are missing."""
+    """What :func:`write_course` did: notebooks written or already up to date, and why others are
+    missing."""
 
     written: int = 0
     current: int = 0
@@ -57,32 +58,51 @@ class CourseLayout:
 def safe_folder_name(name: str) -> bool:
     """Can ``name`` be one folder of the layout, listed by formgrader? (``..``, a path or a hidden
     name could not, nor a name so long that its folder's files could not be named, nor one that
-    formgrader's pages and nbgrader's tools would show garbled: a student id comes from a file name a
-    student chose.)"""
-    if not name or name.startswith(".") or any(ch in name for ch in "/\\\0") or not name.isprintable():
+    formgrader's pages and nbgrader's tools would show garbled: a student id comes from a file name
+    a student chose.)"""
+    if (
+        not name
+        or name.startswith(".")
+        or any(ch in name for ch in "/\\\0")
+        or not name.isprintable()
+    ):
         return False
     try:
-        return len(name.encode("utf-8")) <= 100  # no undecodable byte (a surrogate), room for the lab's names
+        # no undecodable byte (a surrogate), room for the lab's names
+        return len(name.encode("utf-8")) <= 100
     except UnicodeEncodeError:
         return False
 
 
 def config_text(out_dir: Path, db_path: Path) -> str:
-    """``nbgrader_config.py`` for OUT: nbgrader's tools started there use its course folder and gradebook."""
-    lines = [f"{CONFIG_MARK} (autograder/formgrader.py): nbgrader's tools started in this folder",
-             "# (jupyter lab, nbgrader formgrader, nbgrader export) use its gradebook. Rewritten by every grade.",
-             "import os", "", "c = get_config()  # noqa: F821 (given by the config loader)",
-             "c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))"]
+    """``nbgrader_config.py`` for OUT: nbgrader's tools started there use its course folder and
+    gradebook."""
+    lines = [
+        f"{CONFIG_MARK} (autograder/formgrader.py): nbgrader's tools started in this folder",
+        "# (jupyter lab, nbgrader formgrader, nbgrader export) use its gradebook. Rewritten by "
+        "every grade.",
+        "import os",
+        "",
+        "c = get_config()  # noqa: F821 (given by the config loader)",
+        "c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))",
+    ]
     if Path(db_path).resolve() != (Path(out_dir) / "gradebook.db").resolve():
-        lines.append(f"c.CourseDirectory.db_url = {('sqlite:///' + str(Path(db_path).resolve()))!r}")
-    lines += ["# nbgrader export would write grades.csv, the autograder's own grades: it writes this file instead.",
-              f"c.CsvExportPlugin.to = os.path.join(c.CourseDirectory.root, {NBGRADER_EXPORT_NAME!r})", ""]
+        lines.append(
+            f"c.CourseDirectory.db_url = {('sqlite:///' + str(Path(db_path).resolve()))!r}"
+        )
+    lines += [
+        "# nbgrader export would write grades.csv, the autograder's own grades: it writes this "
+        "file instead.",
+        f"c.CsvExportPlugin.to = os.path.join(c.CourseDirectory.root, {NBGRADER_EXPORT_NAME!r})",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def _part_text(result: GradeResult, part_id: str) -> str:
     part = result.parts[part_id]
-    lines = [f"{part_id}: {part.score:g} / {part.max_score:g} {'✅' if part.passed else '❌'} (autograder)"]
+    mark = "✅" if part.passed else "❌"
+    lines = [f"{part_id}: {part.score:g} / {part.max_score:g} {mark} (autograder)"]
     if part.message:
         lines.append(part.message)
     if part.visible_check:
@@ -91,26 +111,45 @@ def _part_text(result: GradeResult, part_id: str) -> str:
 
 
 def _summary(result: GradeResult) -> str:
-    from autograder.report import markdown_text  # escapes Markdown and HTML: error texts come from the student's code
+    # escapes Markdown and HTML: error texts come from the student's code
+    from autograder.report import markdown_text
 
-    lines = [f"**Autograder**: {result.score:g} / {result.max_score:g} · {markdown_text(Path(result.file).name)}", ""]
-    lines += [f"* {markdown_text(event.event)} {markdown_text(event.cell)}: {markdown_text(event.detail)}"
-              for event in result.integrity]
-    lines += [f"* {markdown_text(cell.cell)} ({markdown_text(cell.kind)}): {markdown_text(cell.status)} — "
-              f"{markdown_text(cell.error)}" for cell in result.cells]
+    lines = [
+        f"**Autograder**: {result.score:g} / {result.max_score:g} · "
+        f"{markdown_text(Path(result.file).name)}",
+        "",
+    ]
+    lines += [
+        f"* {markdown_text(event.event)} {markdown_text(event.cell)}: {markdown_text(event.detail)}"
+        for event in result.integrity
+    ]
+    lines += [
+        f"* {markdown_text(cell.cell)} ({markdown_text(cell.kind)}): {markdown_text(cell.status)} "
+        f"— {markdown_text(cell.error)}"
+        for cell in result.cells
+    ]
     return "\n".join(lines)
 
 
 def _cell_key(cell, index: int) -> str:
-    """The id repair gives a release cell (its nbgrader grade_id, else its cell id, else its place)."""
+    """The id repair gives a release cell (its nbgrader grade_id, else its cell id, else its
+    place)."""
     return nbgrader_meta(cell).get("grade_id") or cell.get("id") or f"cell {index + 1}"
 
 
 def _new_cell(cell_type: str, source: str, **more) -> nbformat.NotebookNode:
-    """A cell as nbformat's ``new_*_cell`` makes it, without validating each one (a notebook's worth of
-    cells took as long as the rest of the work; the notebook is checked against the schema in the tests)."""
-    return nbformat.from_dict({"id": nbformat.v4.nbbase.random_cell_id(), "cell_type": cell_type, "metadata": {},
-                               "source": source, **more})
+    """A cell as nbformat's ``new_*_cell`` makes it, without validating each one (a notebook's worth
+    of cells took as long as the rest of the work; the notebook is checked against the schema in the
+    tests)."""
+    return nbformat.from_dict(
+        {
+            "id": nbformat.v4.nbbase.random_cell_id(),
+            "cell_type": cell_type,
+            "metadata": {},
+            "source": source,
+            **more,
+        }
+    )
 
 
 def _code(source: str, outputs: list | None = None) -> nbformat.NotebookNode:
@@ -125,7 +164,8 @@ def autograded_notebook(result: GradeResult, notebook: nbformat.NotebookNode,
     release = release_cells(lab.lab_id)
     program = repair(notebook, lab).program
     answers = {step.cell_id: step.source for step in program if step.kind == "answer"}
-    added: dict[str | None, list[str]] = defaultdict(list)  # release cell -> code cells the student added after it
+    # release cell -> code cells the student added after it
+    added: dict[str | None, list[str]] = defaultdict(list)
     last = None
     for step in program:
         if step.kind == "added":
@@ -150,10 +190,14 @@ def autograded_notebook(result: GradeResult, notebook: nbformat.NotebookNode,
                                                     "text": _part_text(result, key)})]
         cells.append(cell)
         cells += [_code(source) for source in added[key]]
-    metadata = copy.deepcopy(dict(metadata if metadata is not None else lab.release_notebook().metadata))
+    metadata = copy.deepcopy(
+        dict(metadata if metadata is not None else lab.release_notebook().metadata)
+    )
     metadata[METADATA_KEY] = {"student": result.student_id, "lab": lab.lab_id, "file": result.file,
                               "made_from": _digest(result)}
-    return nbformat.from_dict({"nbformat": 4, "nbformat_minor": 5, "metadata": metadata, "cells": cells})
+    return nbformat.from_dict(
+        {"nbformat": 4, "nbformat_minor": 5, "metadata": metadata, "cells": cells}
+    )
 
 
 def _digest(result: GradeResult) -> str:
@@ -178,21 +222,28 @@ def _write_notebook(out_dir: Path, result: GradeResult, release_metadata: dict[s
     """Write ``result``'s folders and autograded notebook; False if it was already up to date."""
     (out_dir / "source" / result.lab).mkdir(parents=True, exist_ok=True)
     if not safe_folder_name(result.student_id):
-        raise _Skipped(f"{result.student_id!r} ({result.file}): a student id that cannot be a folder name")
+        raise _Skipped(
+            f"{result.student_id!r} ({result.file}): a student id that cannot be a folder name"
+        )
     (out_dir / "submitted" / result.student_id / result.lab).mkdir(parents=True, exist_ok=True)
     path = out_dir / "autograded" / result.student_id / result.lab / f"{result.lab}.ipynb"
     if path.exists():
         made_from = _made_from(path)
         if made_from == _digest(result):
             return False
-        if made_from is None:  # nbgrader's own autograde wrote it (OUT is a course folder): not ours to replace
+        # nbgrader's own autograde wrote it (OUT is a course folder): not ours to replace
+        if made_from is None:
             raise _Skipped(f"{path} was not written by the autograder: it was left as it is")
     try:
         submission = read_submission(Path(result.file), result.student_id)
     except OSError as error:
-        raise _Skipped(f"{result.file}: the submission cannot be read any more ({error.strerror})") from None
+        raise _Skipped(
+            f"{result.file}: the submission cannot be read any more ({error.strerror})"
+        ) from None
     if submission.sha256 != result.sha256 or submission.status != "ok":
-        raise _Skipped(f"{result.file}: the file changed since it was graded; grade again to see it")
+        raise _Skipped(
+            f"{result.file}: the file changed since it was graded; grade again to see it"
+        )
     if result.lab not in release_metadata:
         release_metadata[result.lab] = dict(get_lab(result.lab).release_notebook().metadata)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +254,9 @@ def _write_notebook(out_dir: Path, result: GradeResult, release_metadata: dict[s
     return True
 
 
-def write_course(out_dir: Path, results: list[GradeResult], db_path: Path | None = None) -> CourseLayout:
+def write_course(
+    out_dir: Path, results: list[GradeResult], db_path: Path | None = None
+) -> CourseLayout:
     """Write formgrader's course layout into ``out_dir`` for every graded result (see the module).
     Whatever one submission does, it costs its own notebook only: the reason is in ``skipped``."""
     out_dir = Path(out_dir)
@@ -212,7 +265,9 @@ def write_course(out_dir: Path, results: list[GradeResult], db_path: Path | None
     release_metadata: dict[str, dict] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
     config = out_dir / CONFIG_NAME
-    if not config.exists() or config.read_text(encoding="utf-8", errors="replace").startswith(CONFIG_MARK):
+    if not config.exists() or config.read_text(encoding="utf-8", errors="replace").startswith(
+        CONFIG_MARK
+    ):
         config.write_text(config_text(out_dir, db_path), encoding="utf-8")
     else:
         layout.skipped.append(f"{config} was not written by the autograder: it was left as it is")
@@ -226,15 +281,21 @@ def write_course(out_dir: Path, results: list[GradeResult], db_path: Path | None
                 layout.current += 1
         except _Skipped as skipped:
             layout.skipped.append(str(skipped))
-        except Exception as error:  # RecursionError, MemoryError, a full disk...: this notebook only
-            layout.skipped.append(f"{result.file}: no notebook for formgrader ({type(error).__name__}: "
-                                  f"{str(error)[:200]})")
+        # RecursionError, MemoryError, a full disk...: this notebook only
+        except Exception as error:
+            layout.skipped.append(
+                f"{result.file}: no notebook for formgrader ({type(error).__name__}: "
+                f"{str(error)[:200]})"
+            )
     return layout
 
 
-def write_course_or_say_why(out_dir: Path, results: list[GradeResult], db_path: Path | None = None) -> None:
-    """:func:`write_course`; what it could not write is said on stderr, one line each, and never stops
-    the command that called it (the grades are recorded and reported whatever happens here)."""
+def write_course_or_say_why(
+    out_dir: Path, results: list[GradeResult], db_path: Path | None = None
+) -> None:
+    """:func:`write_course`; what it could not write is said on stderr, one line each, and never
+    stops the command that called it (the grades are recorded and reported whatever happens
+    here)."""
     import sys
 
     try:
@@ -246,5 +307,8 @@ def write_course_or_say_why(out_dir: Path, results: list[GradeResult], db_path: 
     for reason in layout.skipped[:5]:
         print(f"note: formgrader: {terminal(reason)}", file=sys.stderr)
     if len(layout.skipped) > 5:
-        print(f"note: formgrader: {len(layout.skipped) - 5} more submission(s) like these have no notebook in "
-              f"{Path(out_dir) / 'autograded'}", file=sys.stderr)
+        print(
+            f"note: formgrader: {len(layout.skipped) - 5} more submission(s) like these have no "
+            f"notebook in {Path(out_dir) / 'autograded'}",
+            file=sys.stderr,
+        )
