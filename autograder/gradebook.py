@@ -19,7 +19,8 @@ from autograder.result import GradeResult
 
 
 def _alembic_head() -> str:
-    """nbgrader's current schema revision: the revision of its migration scripts that no other revises.
+    """nbgrader's current schema revision: the revision of its migration scripts that no other
+    revises.
 
     nbgrader asks a new ``alembic heads`` process for it when it creates a gradebook (3 CPU-s,
     and the venv's bin/ on PATH); importing alembic to ask it here still costs 0.4 CPU-s. The
@@ -28,11 +29,19 @@ def _alembic_head() -> str:
     import ast
     import importlib.util
 
-    versions = Path(importlib.util.find_spec("nbgrader").submodule_search_locations[0]) / "alembic" / "versions"
+    versions = (
+        Path(importlib.util.find_spec("nbgrader").submodule_search_locations[0])
+        / "alembic"
+        / "versions"
+    )
     revisions, revised = set(), set()
     for script in versions.glob("*.py"):
         for node in ast.parse(script.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
                 name, value = node.targets[0].id, ast.literal_eval(node.value)
                 if name == "revision":
                     revisions.add(value)
@@ -57,7 +66,9 @@ def _registered(gradebook, lab) -> bool:
         notebook = gradebook.find_notebook(lab.lab_id, lab.lab_id)
     except MissingEntry:
         return False
-    return {(c.name, c.max_score) for c in notebook.grade_cells} == {(p.part_id, p.points) for p in lab.parts}
+    return {(c.name, c.max_score) for c in notebook.grade_cells} == {
+        (p.part_id, p.points) for p in lab.parts
+    }
 
 
 def prepare(db_path: Path, lab_ids: list[str] | None = None) -> None:
@@ -67,7 +78,11 @@ def prepare(db_path: Path, lab_ids: list[str] | None = None) -> None:
     from autograder.release import db_url_for, register_labs
 
     nbgrader_api.get_alembic_version = _alembic_head
-    labs = [get_lab(lab_id) for lab_id in lab_ids] if lab_ids is not None else list(all_labs().values())
+    labs = (
+        [get_lab(lab_id) for lab_id in lab_ids]
+        if lab_ids is not None
+        else list(all_labs().values())
+    )
     with nbgrader_api.Gradebook(db_url_for(db_path)) as gradebook:
         missing = [lab for lab in labs if not _registered(gradebook, lab)]
     if missing:
@@ -111,7 +126,8 @@ def total_scores(db_path: Path) -> dict[tuple[str, str], float]:
 
 
 def _without_server_extensions() -> None:
-    """Make ``import nbgrader.api`` skip nbgrader's package ``__init__`` (in the recorder process only).
+    """Make ``import nbgrader.api`` skip nbgrader's package ``__init__`` (in the recorder process
+    only).
 
     That ``__init__`` loads nbgrader's Jupyter server extensions (jupyter_server, tornado's web
     handlers): 0.3 CPU-s that writing a gradebook never uses. The package module is made from
@@ -139,7 +155,8 @@ def _record_in_background(db_path: Path, result: GradeResult) -> None:
 
 
 class Recorder:
-    """``record(result)``, with the gradebook prepared in a background process while notebooks grade.
+    """``record(result)``, with the gradebook prepared in a background process while notebooks
+    grade.
 
     The process starts importing nbgrader at once; ``prepare(lab_ids)`` (as soon as the labs
     are known) has it create the gradebook and register them. ``record`` raises what
@@ -158,11 +175,14 @@ class Recorder:
         self.answered = False  # has the background process said how prepare went?
         self.failed: BaseException | None = None  # what prepare raised there
         self.prepared_here = False
-        self.helper = Background("gradebook recorder",
-                                 preload=[_without_server_extensions, "nbgrader.api", "autograder.release"])
+        self.helper = Background(
+            "gradebook recorder",
+            preload=[_without_server_extensions, "nbgrader.api", "autograder.release"],
+        )
 
     def prepare(self, lab_ids: list[str] | None = None) -> None:
-        """Have the gradebook created and ``lab_ids`` registered (every lab: None); returns at once."""
+        """Have the gradebook created and ``lab_ids`` registered (every lab: None); returns at
+        once."""
         self.lab_ids = lab_ids
         try:
             self.helper.submit(_prepare_in_background, self.db_path, lab_ids)
