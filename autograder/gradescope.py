@@ -12,7 +12,8 @@ the engine and kernel isolation of ``python -m autograder grade``; this module o
 its result into Gradescope's ``results.json``: one test per graded part, whose output is the same
 feedback text as the HTML feedback (hidden-test inputs already redacted by the engine).
 
-``AUTOGRADER_GRADESCOPE_ROOT`` replaces ``/autograder`` (tests unpack the zip into a temporary folder).
+``AUTOGRADER_GRADESCOPE_ROOT`` replaces ``/autograder`` (tests unpack the zip into a temporary
+folder).
 """
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ OUTPUT_LIMIT = 10_000
 
 @dataclass(frozen=True)
 class GradescopeConfig:
-    """What ``run_autograder`` needs to know besides the files: written into the zip as gradescope.json."""
+    """What ``run_autograder`` needs to know besides the files: written into the zip as
+    gradescope.json."""
 
     lab: str
     data_dir: str  # relative to the unpacked source folder
@@ -90,10 +92,14 @@ def requirements(course: Course | None = None) -> bytes:
         return listed.read_bytes()
     for distribution in packages_distributions().get(__package__, []):
         try:
-            return "".join(f"{line}\n" for line in requires(distribution) or [] if "extra ==" not in line).encode()
+            return "".join(
+                f"{line}\n" for line in requires(distribution) or [] if "extra ==" not in line
+            ).encode()
         except PackageNotFoundError:
             continue
-    raise FileNotFoundError("no requirements.txt beside the course and no installed distribution of the engine")
+    raise FileNotFoundError(
+        "no requirements.txt beside the course and no installed distribution of the engine"
+    )
 
 
 def _tree(folder: Path) -> list[Path]:
@@ -123,7 +129,8 @@ def zip_members(lab_id: str, data_dir: Path | None = None) -> tuple[dict[str, Pa
         members[name or path.resolve().relative_to(root).as_posix()] = path
 
     for package in kit_packages(course):
-        holds_course = root.is_relative_to(package)  # an installed course: its files lie in its package
+        # an installed course: its files lie in its package
+        holds_course = root.is_relative_to(package)
         for path in _tree(package):
             if not (holds_course and path.resolve().is_relative_to(root)):  # only the lab's, below
                 add(path, f"{package.name}/{path.relative_to(package).as_posix()}")
@@ -147,7 +154,9 @@ def build_zip(lab_id: str, out: Path, data_dir: Path | None = None, visibility: 
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
     members, shipped_data = zip_members(lab_id, data_dir)
-    config = GradescopeConfig(lab_id, shipped_data, visibility, asdict(limits or Limits()), part_seconds, current().spec)
+    config = GradescopeConfig(
+        lab_id, shipped_data, visibility, asdict(limits or Limits()), part_seconds, current().spec
+    )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -163,7 +172,8 @@ def build_zip(lab_id: str, out: Path, data_dir: Path | None = None, visibility: 
 def _write(archive: zipfile.ZipFile, name: str, data: bytes, executable: bool = False) -> None:
     info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
     info.compress_type = zipfile.ZIP_DEFLATED
-    info.external_attr = (0o100755 if executable else 0o100644) << 16  # Gradescope runs the scripts as they are
+    # Gradescope runs the scripts as they are
+    info.external_attr = (0o100755 if executable else 0o100644) << 16
     archive.writestr(info, data)
 
 
@@ -183,20 +193,28 @@ def find_notebook(submission_dir: Path) -> tuple[Path | None, str]:
                 (notebooks if _regular_file_of_its_own(path) else others).append(path)
     if not notebooks and others:
         names = ", ".join(path.relative_to(submission_dir).as_posix() for path in others)
-        return None, (f"Your submission's notebook ({names}) is a link or not an ordinary file, which the autograder "
-                      "does not follow. Upload the notebook file itself: in Colab, File → Download → Download .ipynb.")
+        return None, (
+            f"Your submission's notebook ({names}) is a link or not an ordinary file, which the "
+            "autograder does not follow. Upload the notebook file itself: in Colab, File → "
+            "Download → Download .ipynb."
+        )
     if not notebooks:
-        return None, ("No notebook (.ipynb file) was found in your submission. Upload the lab's notebook itself: "
-                      "in Colab, File → Download → Download .ipynb.")
+        return None, (
+            "No notebook (.ipynb file) was found in your submission. Upload the lab's notebook "
+            "itself: in Colab, File → Download → Download .ipynb."
+        )
     if len(notebooks) > 1:
         names = ", ".join(path.relative_to(submission_dir).as_posix() for path in notebooks)
-        return None, (f"Your submission has {len(notebooks)} notebooks ({names}). Upload only the lab's notebook, "
-                      "so that the autograder knows which one to grade.")
+        return None, (
+            f"Your submission has {len(notebooks)} notebooks ({names}). Upload only the lab's "
+            "notebook, so that the autograder knows which one to grade."
+        )
     return notebooks[0], ""
 
 
 def _regular_file_of_its_own(path: Path) -> bool:
-    """A regular file (not a link to one), with no other name (a hard link to the solutions would be one)."""
+    """A regular file (not a link to one), with no other name (a hard link to the solutions would be
+    one)."""
     try:
         info = os.lstat(path)
     except OSError:
@@ -225,7 +243,12 @@ def protect_root(root: Path, keep_readable: list[Path]) -> None:
         return
     root = Path(root).resolve()
     keep = [Path(path).resolve() for path in keep_readable]
-    passages = {parent for path in keep for parent in path.parents if parent == root or parent.is_relative_to(root)}
+    passages = {
+        parent
+        for path in keep
+        for parent in path.parents
+        if parent == root or parent.is_relative_to(root)
+    }
 
     def close(folder: Path) -> None:
         for entry in os.scandir(folder):
@@ -253,7 +276,8 @@ def _shortened(text: str, limit: int = OUTPUT_LIMIT) -> str:
 
 
 def part_output(part: PartScore) -> str:
-    """What the HTML feedback says about one part: the hidden tests' message and the notebook's own check."""
+    """What the HTML feedback says about one part: the hidden tests' message and the notebook's own
+    check."""
     text = part.message
     if part.visible_check:
         text += f"\n\nYour notebook's own check on the example said:\n{part.visible_check}"
@@ -261,14 +285,19 @@ def part_output(part: PartScore) -> str:
 
 
 def summary(result: GradeResult, lab) -> str:
-    """The submission-wide text: the score, or why there is none, and what was done to the notebook."""
+    """The submission-wide text: the score, or why there is none, and what was done to the
+    notebook."""
     if result.status == GRADED:
-        lines = [f"{lab.title}: {_points(result.score)} / {_points(lab.max_score)} points.",
-                 "Each test below is one graded part. The autograder ran your functions on inputs you have not seen; "
-                 "a part earns its points when every check passes."]
+        lines = [
+            f"{lab.title}: {_points(result.score)} / {_points(lab.max_score)} points.",
+            "Each test below is one graded part. The autograder ran your functions on inputs you "
+            "have not seen; a part earns its points when every check passes.",
+        ]
     elif result.status == GRADER_ERROR:
-        lines = ["The autograder could not grade this notebook because of a problem of its own, not of your code. "
-                 "Please tell your instructor; you may also submit again."]
+        lines = [
+            "The autograder could not grade this notebook because of a problem of its own, not of "
+            "your code. Please tell your instructor; you may also submit again."
+        ]
     else:
         lines = [f"This submission could not be graded: {result.message}"]
     problems = [cell for cell in result.cells if cell.kind != "given"]
@@ -276,7 +305,10 @@ def summary(result: GradeResult, lab) -> str:
         lines += ["", "Cells that did not run:"]
         lines += [f"- {cell.cell} ({cell.kind}): {cell.status} — {cell.error}" for cell in problems]
     if result.integrity:
-        lines += ["", "Changes to the notebook's structure (the autograder put the lab back in shape):"]
+        lines += [
+            "",
+            "Changes to the notebook's structure (the autograder put the lab back in shape):",
+        ]
         lines += [f"- {event.event} · {event.cell}: {event.detail}" for event in result.integrity]
     return _shortened("\n".join(lines))
 
@@ -290,15 +322,25 @@ def to_results(result: GradeResult, lab, visibility: str = "visible") -> dict:
             score, output = 0, "This part was not graded: see the message above the tests."
         else:
             score, output = graded.score, part_output(graded)
-        tests.append({"name": part.part_id, "number": str(number), "score": score, "max_score": part.points,
-                      "status": "passed" if score >= part.points else "failed", "visibility": visibility,
-                      "output": output, "output_format": "text"})
+        tests.append(
+            {
+                "name": part.part_id,
+                "number": str(number),
+                "score": score,
+                "max_score": part.points,
+                "status": "passed" if score >= part.points else "failed",
+                "visibility": visibility,
+                "output": output,
+                "output_format": "text",
+            }
+        )
     return {"score": result.score or 0, "output": summary(result, lab), "output_format": "text",
             "visibility": visibility, "stdout_visibility": "hidden", "tests": tests}
 
 
 def grade_submission(root: Path) -> dict:
-    """Grade the notebook in ``root/submission`` with the lab of the unpacked zip; Gradescope's results."""
+    """Grade the notebook in ``root/submission`` with the lab of the unpacked zip; Gradescope's
+    results."""
     from autograder.deadline import grade_within_time
     from autograder.grade import Settings
     from autograder.labs import get_lab
@@ -310,18 +352,23 @@ def grade_submission(root: Path) -> dict:
     protect_root(root, [Path(course.data), data_dir])
     notebook, problem = find_notebook(root / "submission")
     if notebook is None:
-        result = GradeResult(STUDENT_ID, str(root / "submission"), status=NO_NOTEBOOK, message=problem)
+        result = GradeResult(
+            STUDENT_ID, str(root / "submission"), status=NO_NOTEBOOK, message=problem
+        )
     else:
         # The whole Gradescope root is off limits to the student's kernel: the hidden tests in
         # source/, this submission's results/ (results.json must come from the grader alone).
         settings = Settings(limits=Limits(**config.limits), data_dir=data_dir,
                             part_seconds=config.part_seconds, denied=(Path(root).resolve(),))
         with tempdirs.folder("submission") as folder:
-            # graded from outside the work: results.json is written whatever the grading does, in time
+            # graded from outside the work: results.json is written whatever the grading does, in
+            # time
             result = grade_within_time(private_copy(notebook, folder), STUDENT_ID, settings)
         result = replace(result, file=str(notebook))
-        print(f"graded {notebook.name}: {result.status}, score {result.score} / {result.max_score}, "
-              f"{result.seconds:.1f} s, kernel isolation: {result.isolation or 'unknown'}")
+        print(
+            f"graded {notebook.name}: {result.status}, score {result.score} / {result.max_score}, "
+            f"{result.seconds:.1f} s, kernel isolation: {result.isolation or 'unknown'}"
+        )
         if result.status == GRADER_ERROR:  # for the instructor: stdout is hidden from students
             print(result.traceback or result.message)
     return to_results(result, lab, config.visibility)
@@ -329,7 +376,8 @@ def grade_submission(root: Path) -> dict:
 
 def run(root: Path) -> int:
     """``run_autograder``'s work: results.json is always written, whatever the submission holds, by
-    the time --notebook-timeout (and a short grace) is up; SIGTERM ends the grading and writes it too."""
+    the time --notebook-timeout (and a short grace) is up; SIGTERM ends the grading and writes it
+    too."""
     started = time.monotonic()
     root = Path(root)
     print(f"autograder: course files in {SOURCE}, Gradescope root {root}")
@@ -343,12 +391,19 @@ def run(root: Path) -> int:
         results = grade_submission(root)
     except BaseException:
         traceback.print_exc(file=sys.stdout)
-        results = {"score": 0, "output": "The autograder failed before it could grade this submission, because of a "
-                   "problem of its own, not of your code. Please tell your instructor.",
-                   "output_format": "text", "stdout_visibility": "hidden", "tests": []}
+        results = {
+            "score": 0,
+            "output": "The autograder failed before it could grade this submission, because of a "
+            "problem of its own, not of your code. Please tell your instructor.",
+            "output_format": "text",
+            "stdout_visibility": "hidden",
+            "tests": [],
+        }
     results["execution_time"] = round(time.monotonic() - started)
     (root / "results").mkdir(parents=True, exist_ok=True)
-    (root / "results" / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+    (root / "results" / "results.json").write_text(
+        json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8"
+    )
     print(f"score {results['score']}; wrote {root / 'results' / 'results.json'}")
     from autograder.workers import close_watched
 
@@ -371,19 +426,37 @@ def check() -> int:
 # -- command line -------------------------------------------------------------------------------
 
 def add_build_arguments(parser: argparse.ArgumentParser, lab_type=str) -> None:
-    """Arguments of ``python -m autograder gradescope`` (``lab_type`` checks the lab's id: cli.lab_choice)."""
+    """Arguments of ``python -m autograder gradescope`` (``lab_type`` checks the lab's id:
+    cli.lab_choice)."""
     from autograder.limits import add_limit_arguments
 
     course = current()
-    parser.description = "Build Gradescope's autograder zip for one lab: upload it to a Programming Assignment."
-    parser.add_argument("lab", type=lab_type, metavar="LAB", help=f"the lab to grade: one of {', '.join(course.lab_ids())}")
-    parser.add_argument("--out", default="autograder.zip", help="where to write the zip (default ./%(default)s)")
-    parser.add_argument("--data-dir", default=os.environ.get(course.data_variable),
-                        help=f"corpora the notebooks load, shipped in the zip (default: ${course.data_variable}, "
-                             f"else {course.default_data})")
-    parser.add_argument("--visibility", choices=VISIBILITIES, default="visible",
-                        help="when students see the results (Gradescope's test visibility; default %(default)s)")
-    add_limit_arguments(parser, gradescope=True)  # grade's, with the same defaults (autograder/limits.py)
+    parser.description = (
+        "Build Gradescope's autograder zip for one lab: upload it to a Programming Assignment."
+    )
+    parser.add_argument(
+        "lab",
+        type=lab_type,
+        metavar="LAB",
+        help=f"the lab to grade: one of {', '.join(course.lab_ids())}",
+    )
+    parser.add_argument(
+        "--out", default="autograder.zip", help="where to write the zip (default ./%(default)s)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=os.environ.get(course.data_variable),
+        help=f"corpora the notebooks load, shipped in the zip (default: ${course.data_variable}, "
+        f"else {course.default_data})",
+    )
+    parser.add_argument(
+        "--visibility",
+        choices=VISIBILITIES,
+        default="visible",
+        help="when students see the results (Gradescope's test visibility; default %(default)s)",
+    )
+    # grade's, with the same defaults (autograder/limits.py)
+    add_limit_arguments(parser, gradescope=True)
     parser.set_defaults(run=build_command)
 
 
@@ -391,21 +464,37 @@ def build_command(args) -> int:
     from autograder.limits import limits_from
 
     limits = limits_from(args)
-    out = build_zip(args.lab, Path(args.out), Path(args.data_dir) if args.data_dir else None, args.visibility,
-                    limits, args.part_timeout)
+    out = build_zip(
+        args.lab,
+        Path(args.out),
+        Path(args.data_dir) if args.data_dir else None,
+        args.visibility,
+        limits,
+        args.part_timeout,
+    )
     with zipfile.ZipFile(out) as archive:
         count = len(archive.namelist())
-    print(f"wrote {out} ({count} files, {out.stat().st_size / 1024:.0f} KiB): upload it as the assignment's "
-          f"autograder on Gradescope (docs/GRADESCOPE.md)")
+    print(
+        f"wrote {out} ({count} files, {out.stat().st_size / 1024:.0f} KiB): upload it as the "
+        "assignment's autograder on Gradescope (docs/GRADESCOPE.md)"
+    )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.gradescope",
-                                     description="Grade the submission in a Gradescope root (what run_autograder runs).")
-    parser.add_argument("--root", type=Path, default=Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT)),
-                        help=f"Gradescope's root folder (default ${ROOT_VARIABLE}, else /autograder)")
-    parser.add_argument("--check", action="store_true", help="only check that the kit and the lab load (setup.sh)")
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder.gradescope",
+        description="Grade the submission in a Gradescope root (what run_autograder runs).",
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT)),
+        help=f"Gradescope's root folder (default ${ROOT_VARIABLE}, else /autograder)",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="only check that the kit and the lab load (setup.sh)"
+    )
     args = parser.parse_args(argv)
     return check() if args.check else run(args.root)
 
