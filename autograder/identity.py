@@ -7,11 +7,13 @@ a file ``bob_zzz_toy_bpe.ipynb`` is never taken for bob. Export patterns recogni
 * **Canvas** (*Download Submissions*): ``<login>_<userid>_<submissionid>_<uploaded name>``, with
   ``LATE_`` after the login for a late submission and ``-1``, ``-2``... before ``.ipynb`` when the
   student uploaded the same name again: ``jdoe_LATE_1234_5678_toy_bpe-1.ipynb`` is jdoe's.
-* **Moodle** (*Download all submissions*): ``<Full Name>_<participantid>_assignsubmission_file_<uploaded name>``,
+* **Moodle** (*Download all submissions*): ``<Full
+Name>_<participantid>_assignsubmission_file_<uploaded name>``,
   or, with *Download submissions in folders*, a folder of that name holding the uploaded file.
 * **nbgrader**: ``submitted/<student>/<lab>/<notebook>.ipynb``.
 * Anything else: the file name without ``.ipynb`` and without a trailing ``_<lab>`` or ``-<lab>``
-  of a known lab (``jdoe_toy_bpe.ipynb`` is jdoe's, ``bob_zzz_toy_bpe.ipynb`` bob_zzz's: see :func:`identify`).
+  of a known lab (``jdoe_toy_bpe.ipynb`` is jdoe's, ``bob_zzz_toy_bpe.ipynb`` bob_zzz's: see
+  :func:`identify`).
 
 Two different LMS users with the same name part are told apart by their user ids and reported,
 never merged. A roster (``--roster FILE``, CSV) maps export names or user ids to the course's
@@ -28,8 +30,13 @@ from pathlib import Path
 
 from autograder.result import NOT_ON_ROSTER
 
-CANVAS = re.compile(r"^(?P<name>[^_]+)_(?P<late>LATE_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<upload>.+?)(?:-(?P<again>\d+))?$")
-MOODLE = re.compile(r"^(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<upload>.*)$")
+CANVAS = re.compile(
+    r"^(?P<name>[^_]+)_(?P<late>LATE_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<upload>.+?)"
+    r"(?:-(?P<again>\d+))?$"
+)
+MOODLE = re.compile(
+    r"^(?P<name>.+?)_(?P<user>\d+)_assignsubmission_(?:file|onlinetext)_?(?P<upload>.*)$"
+)
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,8 @@ def identify(relative: Path, lab_ids: tuple[str, ...] = ()) -> Identity:
     """The identity of a file at ``relative`` (its path inside the submissions folder).
 
     >>> labs = ("toy_bpe", "gpt2_bpe")
-    >>> [identify(Path(name), labs).student_id for name in ("jdoe_toy_bpe.ipynb", "bob_zzz_toy_bpe.ipynb")]
+    >>> [identify(Path(name), labs).student_id
+    ...  for name in ("jdoe_toy_bpe.ipynb", "bob_zzz_toy_bpe.ipynb")]
     ['jdoe', 'bob_zzz']
     >>> late = identify(Path("jdoe_LATE_1234_5678_toy_bpe-1.ipynb"), labs)
     >>> late.student_id, late.source, late.user_id, late.late
@@ -78,21 +86,36 @@ def identify(relative: Path, lab_ids: tuple[str, ...] = ()) -> Identity:
     # while an uploaded name can hold "_777_assignsubmission_file_" anywhere.
     folder = MOODLE.match(parts[-2]) if len(parts) >= 2 else None
     if folder:
-        return Identity(folder["name"], "moodle", folder["user"], folder["name"], order=(0, relative.name),
-                        note="Moodle folder export")
+        return Identity(
+            folder["name"],
+            "moodle",
+            folder["user"],
+            folder["name"],
+            order=(0, relative.name),
+            note="Moodle folder export",
+        )
     canvas = CANVAS.match(stem)
     if canvas:
-        return Identity(canvas["name"], "canvas", canvas["user"], canvas["name"], late=bool(canvas["late"]),
-                        order=(int(canvas["submission"]), int(canvas["again"] or 0), relative.name),
-                        note="late submission" if canvas["late"] else "")
+        return Identity(
+            canvas["name"],
+            "canvas",
+            canvas["user"],
+            canvas["name"],
+            late=bool(canvas["late"]),
+            order=(int(canvas["submission"]), int(canvas["again"] or 0), relative.name),
+            note="late submission" if canvas["late"] else "",
+        )
     moodle = MOODLE.match(stem)
     if moodle:
-        return Identity(moodle["name"], "moodle", moodle["user"], moodle["name"], order=(0, relative.name))
+        return Identity(
+            moodle["name"], "moodle", moodle["user"], moodle["name"], order=(0, relative.name)
+        )
     return Identity(_strip_lab_suffix(stem, lab_ids) or stem, "file name", order=(0, relative.name))
 
 
 def tell_apart(identities: list[Identity]) -> list[Identity]:
-    """Two LMS users with one name part (two Ann Lees) get ``<name>-<user id>`` each, with a note."""
+    """Two LMS users with one name part (two Ann Lees) get ``<name>-<user id>`` each, with a
+    note."""
     users = defaultdict(set)
     for identity in identities:
         if identity.user_id is not None:
@@ -101,8 +124,10 @@ def tell_apart(identities: list[Identity]) -> list[Identity]:
     for identity in identities:
         if len(users.get(identity.student_id, ())) > 1:
             others = sorted(users[identity.student_id] - {identity.user_id})
-            note = (f"{len(others) + 1} students are named {identity.student_id!r} in the export; told apart by "
-                    f"user id (this file: {identity.user_id}; other: {', '.join(others)})")
+            note = (
+                f"{len(others) + 1} students are named {identity.student_id!r} in the export; told "
+                f"apart by user id (this file: {identity.user_id}; other: {', '.join(others)})"
+            )
             identity = replace(identity, student_id=f"{identity.student_id}-{identity.user_id}",
                                note="; ".join(filter(None, [identity.note, note])))
         told.append(identity)
@@ -110,7 +135,8 @@ def tell_apart(identities: list[Identity]) -> list[Identity]:
 
 
 def _key(text: str) -> str:
-    """Names compared without case, accents, spaces or punctuation: Canvas writes "Lee, Ann" as leeann."""
+    """Names compared without case, accents, spaces or punctuation: Canvas writes "Lee, Ann" as
+    leeann."""
     text = unicodedata.normalize("NFKD", text).casefold()
     return "".join(ch for ch in text if ch.isalnum())
 
@@ -137,12 +163,18 @@ class Roster:
             if len(matches) == 1:
                 return replace(identity, student_id=matches[0])
             if len(matches) > 1:
-                return replace(identity, status=NOT_ON_ROSTER,
-                               note=f"the roster has several students for this file name ({', '.join(matches)}): "
-                                    "add their LMS user ids to the roster")
-        return replace(identity, status=NOT_ON_ROSTER,
-                       note=f"no roster entry matches this file ({identity.source}: "
-                            f"{identity.name or identity.student_id}, user id {identity.user_id or 'none'})")
+                return replace(
+                    identity,
+                    status=NOT_ON_ROSTER,
+                    note="the roster has several students for this file name "
+                         f"({', '.join(matches)}): add their LMS user ids to the roster",
+                )
+        return replace(
+            identity,
+            status=NOT_ON_ROSTER,
+            note=f"no roster entry matches this file ({identity.source}: "
+            f"{identity.name or identity.student_id}, user id {identity.user_id or 'none'})",
+        )
 
 
 def read_roster(path: Path) -> Roster:
@@ -161,7 +193,9 @@ def read_roster(path: Path) -> Roster:
             user = (row.get("user_id") or "").strip()
             if user:
                 if by_user.get(user, student) != student:
-                    raise ValueError(f"{path}, line {line}: user id {user} is given to two students")
+                    raise ValueError(
+                        f"{path}, line {line}: user id {user} is given to two students"
+                    )
                 by_user[user] = student
             for column in ("name", "login", "email"):
                 value = (row.get(column) or "").strip()
