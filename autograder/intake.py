@@ -23,12 +23,27 @@ from autograder.identity import Identity, Roster, identify, tell_apart
 from autograder.names import escaped
 from autograder.labs import all_labs, nbgrader_meta, release_cells
 # Statuses of a row that could not be graded (named here for this module's callers too).
-from autograder.result import (DUPLICATE, EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, NOT_A_REGULAR_FILE, TOO_LARGE,  # noqa: F401
-                               UNKNOWN_LAB)
+from autograder.result import (
+    DUPLICATE,
+    EMPTY,
+    INVALID_JSON,
+    NOT_A_NOTEBOOK,
+    NOT_A_REGULAR_FILE,
+    TOO_LARGE,  # noqa: F401
+    UNKNOWN_LAB,
+)
 
 # The nbgrader cell metadata the grader reads, and the types nbgrader writes.
-NBGRADER_FIELD_TYPES = {"grade_id": str, "solution": bool, "grade": bool, "locked": bool, "points": (int, float),
-                        "cell_type": str, "checksum": str, "task": bool}
+NBGRADER_FIELD_TYPES = {
+    "grade_id": str,
+    "solution": bool,
+    "grade": bool,
+    "locked": bool,
+    "points": (int, float),
+    "cell_type": str,
+    "checksum": str,
+    "task": bool,
+}
 # A lab notebook with every output and plot is a few MB; parsing JSON takes up to ~20 times its
 # size in memory, so a larger file is reported without being read.
 MAX_FILE_BYTES = 100 * 1024**2
@@ -47,23 +62,26 @@ class Submission:
 
 
 def student_id_from_flat_name(path: Path) -> str:
-    """The student id of a file in a flat folder, from the prefix its LMS export wrote (see identity.py).
+    """The student id of a file in a flat folder, from the prefix its LMS export wrote (see
+    identity.py).
 
     >>> student_id_from_flat_name(Path("jdoe_1234_5678_toy_bpe.ipynb"))  # Canvas
     'jdoe'
     >>> student_id_from_flat_name(Path("toy-correct.ipynb"))
     'toy-correct'
-    >>> student_id_from_flat_name(Path("bob_zzz_toy_bpe.ipynb"))  # a name of the student's own choosing is not cut short
+    >>> # a name of the student's own choosing is not cut short
+    >>> student_id_from_flat_name(Path("bob_zzz_toy_bpe.ipynb"))
     'bob_zzz'
     """
     return identify(Path(Path(path).name), tuple(all_labs())).student_id
 
 
 def find_submissions(folder: Path, roster: Roster | None = None) -> list[tuple[Entry, Identity]]:
-    """(entry, identity) pairs for every entry of the folder (folder.py: notebooks, other files, links...):
-    a flat folder (LMS exports), Moodle's folders, or nbgrader's ``<student>/<lab>/*.ipynb``. Two LMS
-    users with one name are told apart, never merged. A student id is :func:`~autograder.names.escaped`:
-    a name that is not UTF-8, or holds control characters, is recorded faithfully and shown as it is."""
+    """(entry, identity) pairs for every entry of the folder (folder.py: notebooks, other files,
+    links...): a flat folder (LMS exports), Moodle's folders, or nbgrader's
+    ``<student>/<lab>/*.ipynb``. Two LMS users with one name are told apart, never merged. A student
+    id is :func:`~autograder.names.escaped`: a name that is not UTF-8, or holds control characters,
+    is recorded faithfully and shown as it is."""
     found = entries(Path(folder))
     labs = tuple(all_labs())
     identities = tell_apart([_escaped(identify(entry.relative, labs)) for entry in found])
@@ -81,17 +99,24 @@ def _normalized(source: str) -> str:
 
 
 def recognise_lab(nb: nbformat.NotebookNode) -> str | None:
-    """The lab of a notebook: its metadata if it names a known lab, else the best match of content."""
+    """The lab of a notebook: its metadata if it names a known lab, else the best match of
+    content."""
     labs = all_labs()
     meta = nb.metadata.get(current().metadata_key)
-    named = meta.get("lab") if isinstance(meta, dict) else None  # a tool may have written anything here
+    # a tool may have written anything here
+    named = meta.get("lab") if isinstance(meta, dict) else None
     if named in labs:
         return named
     sources = {_normalized(cell.source) for cell in nb.cells}
     best, best_share = None, 0.0
     for lab in labs.values():
-        given = [_normalized(c.source) for c in release_cells(lab.lab_id)
-                 if nbgrader_meta(c).get("locked") and not nbgrader_meta(c).get("grade") and c.source.strip()]
+        given = [
+            _normalized(c.source)
+            for c in release_cells(lab.lab_id)
+            if nbgrader_meta(c).get("locked")
+            and not nbgrader_meta(c).get("grade")
+            and c.source.strip()
+        ]
         share = sum(s in sources for s in given) / max(len(given), 1)
         if share > best_share:
             best, best_share = lab.lab_id, share
@@ -116,9 +141,12 @@ def file_sha256(path: Path) -> str:
 
 def _open_regular(path: Path):
     """``path`` opened for reading if it is a regular file of its own, else None: a link is never
-    followed, and a FIFO or device never blocks (the folder may have changed since it was listed)."""
+    followed, and a FIFO or device never blocks (the folder may have changed since it was
+    listed)."""
     try:
-        handle = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC), "rb")
+        handle = os.fdopen(
+            os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC), "rb"
+        )
     except OSError as error:
         if error.errno in (errno.ELOOP, errno.ENXIO, errno.EMLINK):
             return None
@@ -133,14 +161,25 @@ def _open_regular(path: Path):
 def read_submission(path: Path, student_id: str) -> Submission:
     handle = _open_regular(path)
     if handle is None:
-        return Submission(Path(path), student_id, "", status=NOT_A_REGULAR_FILE,
-                          message="not a regular file of its own (a link, a FIFO or a device): it was not opened")
+        return Submission(
+            Path(path),
+            student_id,
+            "",
+            status=NOT_A_REGULAR_FILE,
+            message="not a regular file of its own (a link, a FIFO or a device): it was not opened",
+        )
     with handle:
         size = os.fstat(handle.fileno()).st_size
         if size > MAX_FILE_BYTES:
-            return Submission(Path(path), student_id, file_sha256(path), status=TOO_LARGE,
-                              message=f"the file is {size / 1024**2:.0f} MB, more than a notebook of this course can be "
-                                      f"({MAX_FILE_BYTES // 1024**2} MB): clear its outputs and hand it in again")
+            return Submission(
+                Path(path),
+                student_id,
+                file_sha256(path),
+                status=TOO_LARGE,
+                message=f"the file is {size / 1024**2:.0f} MB, more than a notebook of this course "
+                        f"can be ({MAX_FILE_BYTES // 1024**2} MB): clear its outputs and hand it "
+                        "in again",
+            )
         raw = handle.read()
     sub = Submission(Path(path), student_id, _sha256(raw))
     if not raw.strip():
@@ -151,27 +190,43 @@ def read_submission(path: Path, student_id: str) -> Submission:
     try:
         data = json.loads(raw.decode(encoding))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        sub.status, sub.message = INVALID_JSON, f"the file is not valid JSON ({str(error)[:200]}); was it saved or downloaded completely?"
+        sub.status, sub.message = (
+            INVALID_JSON,
+            f"the file is not valid JSON ({str(error)[:200]}); was it saved or downloaded "
+            "completely?",
+        )
         return sub
     except RecursionError:
-        sub.status, sub.message = NOT_A_NOTEBOOK, "the file is JSON nested too deeply to be a notebook"
+        sub.status, sub.message = (
+            NOT_A_NOTEBOOK,
+            "the file is JSON nested too deeply to be a notebook",
+        )
         return sub
     if not isinstance(data, dict) or not ("cells" in data or "worksheets" in data):
-        sub.status, sub.message = NOT_A_NOTEBOOK, "the file is JSON but not a Jupyter notebook (no cells)"
+        sub.status, sub.message = (
+            NOT_A_NOTEBOOK,
+            "the file is JSON but not a Jupyter notebook (no cells)",
+        )
         return sub
     major = data.get("nbformat")
     try:
         nb = nbformat.reads(json.dumps(data), as_version=4)
     except MemoryError:
-        raise  # the grader ran out of room, which says nothing of the file's kind: a grader_error row
-    except Exception as error:  # RecursionError included: nesting that json allows and nbformat does not
-        sub.status, sub.message = NOT_A_NOTEBOOK, f"the notebook could not be read ({type(error).__name__}: {str(error)[:200]})"
+        # the grader ran out of room, which says nothing of the file's kind: a grader_error row
+        raise
+    # RecursionError included: nesting that json allows and nbformat does not
+    except Exception as error:
+        sub.status, sub.message = (
+            NOT_A_NOTEBOOK,
+            f"the notebook could not be read ({type(error).__name__}: {str(error)[:200]})",
+        )
         return sub
     if major != 4:
         sub.notes.append(f"converted from nbformat {major} to nbformat 4")
     if not isinstance(nb.get("metadata"), dict):
         nb["metadata"] = nbformat.NotebookNode()
-    nb.cells = [cell for cell in nb.cells if isinstance(cell, dict)]  # a stray number or string is no cell
+    # a stray number or string is no cell
+    nb.cells = [cell for cell in nb.cells if isinstance(cell, dict)]
     for cell in nb.cells:  # editors disagree on these; missing or odd ones are harmless for grading
         if cell.get("cell_type") not in ("code", "markdown", "raw"):
             cell["cell_type"] = "raw"
@@ -182,8 +237,14 @@ def read_submission(path: Path, student_id: str) -> Submission:
         if "nbgrader" in cell.metadata and not isinstance(cell.metadata["nbgrader"], dict):
             del cell.metadata["nbgrader"]
         grader = cell.metadata.get("nbgrader", {})
-        for key in [key for key, kind in NBGRADER_FIELD_TYPES.items() if key in grader and not isinstance(grader[key], kind)]:
-            del grader[key]  # a tool (or a student) wrote something of the wrong type: as if it were absent
+        for key in [
+            key
+            for key, kind in NBGRADER_FIELD_TYPES.items()
+            if key in grader and not isinstance(grader[key], kind)
+        ]:
+            del grader[
+                key
+            ]  # a tool (or a student) wrote something of the wrong type: as if it were absent
         if cell["cell_type"] == "code" and not isinstance(cell.get("outputs", []), list):
             cell["outputs"] = []
         source = cell.get("source")
@@ -194,5 +255,6 @@ def read_submission(path: Path, student_id: str) -> Submission:
     sub.lab_id = recognise_lab(nb)
     if sub.lab_id is None:
         sub.status = UNKNOWN_LAB
-        sub.message = f"this notebook is not one of the labs ({', '.join(all_labs())}): neither its metadata nor its cells match"
+        sub.message = (f"this notebook is not one of the labs ({', '.join(all_labs())}): neither "
+                       "its metadata nor its cells match")
     return sub
