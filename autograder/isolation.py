@@ -1,5 +1,6 @@
 """Kernel-enforced isolation for a student's kernel: Linux namespaces, an unprivileged uid, rlimits,
-a seccomp filter and a Landlock allow-list, over the raw system calls (``ctypes``, standard library only).
+a seccomp filter and a Landlock allow-list, over the raw system calls (``ctypes``, standard library
+only).
 
 Why our own module: the ``landlock`` package on PyPI is a development release (1.0.0.dev5) that
 knows Landlock ABI 1 only (no TCP rules, no signal scoping); bubblewrap and nsjail are programs
@@ -54,7 +55,13 @@ ACCESS_NET_CONNECT_TCP = 1 << 1  # ABI 4
 SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
 SCOPE_SIGNAL = 1 << 1  # ABI 6
 
-FILE_ONLY_ACCESS = ACCESS_FS_EXECUTE | ACCESS_FS_WRITE_FILE | ACCESS_FS_READ_FILE | ACCESS_FS_TRUNCATE | ACCESS_FS_IOCTL_DEV
+FILE_ONLY_ACCESS = (
+    ACCESS_FS_EXECUTE
+    | ACCESS_FS_WRITE_FILE
+    | ACCESS_FS_READ_FILE
+    | ACCESS_FS_TRUNCATE
+    | ACCESS_FS_IOCTL_DEV
+)
 READ_ONLY = ACCESS_FS_EXECUTE | ACCESS_FS_READ_FILE | ACCESS_FS_READ_DIR
 # Everything in its own folder except device nodes.
 READ_WRITE = ((1 << 16) - 1) & ~(ACCESS_FS_MAKE_CHAR | ACCESS_FS_MAKE_BLOCK | ACCESS_FS_IOCTL_DEV)
@@ -65,7 +72,10 @@ def _landlock_numbers() -> tuple[int, int, int] | None:
     table = syscall_table()
     if table is None:
         return None
-    return tuple(table.numbers[name] for name in ("landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"))
+    return tuple(
+        table.numbers[name]
+        for name in ("landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")
+    )
 
 
 def landlock_abi() -> int:
@@ -73,7 +83,9 @@ def landlock_abi() -> int:
     numbers = _landlock_numbers()
     if numbers is None:
         return 0
-    abi = libc.syscall(numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    abi = libc.syscall(
+        numbers[0], None, ctypes.c_size_t(0), ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION)
+    )
     return max(int(abi), 0)
 
 
@@ -116,11 +128,17 @@ def restrict_filesystem_and_network(rules: list[tuple[str, int]], abi: int | Non
         raise OSError(errno.ENOSYS, "no system call table for this machine")
     create, add_rule, restrict_self = numbers
     handled = handled_fs_access(abi)
-    attr = struct.pack("QQQ", handled,
-                       ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP if abi >= 4 else 0,
-                       SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0)[: ruleset_attr_size(abi)]
+    attr = struct.pack(
+        "QQQ",
+        handled,
+        ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP if abi >= 4 else 0,
+        SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0,
+    )[: ruleset_attr_size(abi)]
     buffer = ctypes.create_string_buffer(attr, len(attr))
-    ruleset = _check(libc.syscall(create, buffer, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)), "landlock_create_ruleset")
+    ruleset = _check(
+        libc.syscall(create, buffer, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)),
+        "landlock_create_ruleset",
+    )
     try:
         for path, rights in rules:
             try:
@@ -131,11 +149,22 @@ def restrict_filesystem_and_network(rules: list[tuple[str, int]], abi: int | Non
                 if not os.path.isdir(path):
                     rights &= FILE_ONLY_ACCESS
                 rule = ctypes.create_string_buffer(struct.pack("=Qi", rights & handled, fd), 12)
-                _check(libc.syscall(add_rule, ctypes.c_int(ruleset), ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), rule,
-                                    ctypes.c_uint32(0)), f"landlock_add_rule {path}")
+                _check(
+                    libc.syscall(
+                        add_rule,
+                        ctypes.c_int(ruleset),
+                        ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                        rule,
+                        ctypes.c_uint32(0),
+                    ),
+                    f"landlock_add_rule {path}",
+                )
             finally:
                 os.close(fd)
-        _check(libc.syscall(restrict_self, ctypes.c_int(ruleset), ctypes.c_uint32(0)), "landlock_restrict_self")
+        _check(
+            libc.syscall(restrict_self, ctypes.c_int(ruleset), ctypes.c_uint32(0)),
+            "landlock_restrict_self",
+        )
     finally:
         os.close(ruleset)
     return abi
@@ -174,7 +203,7 @@ def rules_excluding(roots: list[str], rights: int, excluded: list[str]) -> list[
     return rules
 
 
-# -- system call numbers, per architecture ----------------------------------------------------------
+# -- system call numbers, per architecture ---------------------------------------------------------
 # From the kernel's own tables: x86-64's arch/x86/entry/syscalls/syscall_64.tbl (<asm/unistd_64.h>),
 # and for aarch64 the generic table, include/uapi/asm-generic/unistd.h. tests/test_architectures.py
 # checks every number against those headers and against libseccomp's resolver where they exist.
@@ -191,35 +220,148 @@ class SyscallTable:
 # x86-64 system calls a student's kernel never needs and that widen what it can reach: other
 # processes' memory, new namespaces or mounts, the kernel's keyring, BPF and perf, io_uring
 # (which has its own path to sockets), file handles that bypass paths.
-DENIED_SYSCALLS = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
-                   "unshare", "setns", "add_key", "request_key", "keyctl", "bpf", "perf_event_open", "userfaultfd",
-                   "name_to_handle_at", "open_by_handle_at", "io_uring_setup", "io_uring_enter", "io_uring_register",
-                   "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon",
-                   "swapoff", "reboot", "acct", "quotactl", "fsopen", "fsmount", "move_mount", "open_tree",
-                   "pidfd_getfd", "fsconfig", "fspick", "mount_setattr")
+DENIED_SYSCALLS = (
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "add_key",
+    "request_key",
+    "keyctl",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "name_to_handle_at",
+    "open_by_handle_at",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "acct",
+    "quotactl",
+    "fsopen",
+    "fsmount",
+    "move_mount",
+    "open_tree",
+    "pidfd_getfd",
+    "fsconfig",
+    "fspick",
+    "mount_setattr",
+)
 # Besides those: the calls the filter looks into or the boundary makes itself.
-USED_SYSCALLS = ("socket", "clone", "clone3", "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self")
+USED_SYSCALLS = (
+    "socket",
+    "clone",
+    "clone3",
+    "landlock_create_ruleset",
+    "landlock_add_rule",
+    "landlock_restrict_self",
+)
 
 # Numbers that are the same on every architecture that uses the unified numbering (added since 5.1).
-_UNIFIED = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
-            "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433, "clone3": 435,
-            "pidfd_getfd": 438, "mount_setattr": 442, "landlock_create_ruleset": 444, "landlock_add_rule": 445,
-            "landlock_restrict_self": 446}
+_UNIFIED = {
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "clone3": 435,
+    "pidfd_getfd": 438,
+    "mount_setattr": 442,
+    "landlock_create_ruleset": 444,
+    "landlock_add_rule": 445,
+    "landlock_restrict_self": 446,
+}
 SYSCALL_TABLES = {
-    "x86_64": SyscallTable("x86_64", 0xC000003E, {
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "mount": 165, "umount2": 166,
-        "pivot_root": 155, "chroot": 161, "unshare": 272, "setns": 308, "add_key": 248, "request_key": 249,
-        "keyctl": 250, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323, "name_to_handle_at": 303,
-        "open_by_handle_at": 304, "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
-        "delete_module": 176, "swapon": 167, "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179,
-        "socket": 41, "clone": 56, **_UNIFIED}, x32=True),
-    "aarch64": SyscallTable("aarch64", 0xC00000B7, {
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "mount": 40, "umount2": 39,
-        "pivot_root": 41, "chroot": 51, "unshare": 97, "setns": 268, "add_key": 217, "request_key": 218,
-        "keyctl": 219, "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "name_to_handle_at": 264,
-        "open_by_handle_at": 265, "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273,
-        "delete_module": 106, "swapon": 224, "swapoff": 225, "reboot": 142, "acct": 89, "quotactl": 60,
-        "socket": 198, "clone": 220, **_UNIFIED}),
+    "x86_64": SyscallTable(
+        "x86_64",
+        0xC000003E,
+        {
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "chroot": 161,
+            "unshare": 272,
+            "setns": 308,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "name_to_handle_at": 303,
+            "open_by_handle_at": 304,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "swapon": 167,
+            "swapoff": 168,
+            "reboot": 169,
+            "acct": 163,
+            "quotactl": 179,
+            "socket": 41,
+            "clone": 56,
+            **_UNIFIED,
+        },
+        x32=True,
+    ),
+    "aarch64": SyscallTable(
+        "aarch64",
+        0xC00000B7,
+        {
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "chroot": 51,
+            "unshare": 97,
+            "setns": 268,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "name_to_handle_at": 264,
+            "open_by_handle_at": 265,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "swapon": 224,
+            "swapoff": 225,
+            "reboot": 142,
+            "acct": 89,
+            "quotactl": 60,
+            "socket": 198,
+            "clone": 220,
+            **_UNIFIED,
+        },
+    ),
 }
 SYSCALL_TABLES["arm64"] = SYSCALL_TABLES["aarch64"]  # the same machine, as some systems name it
 
@@ -296,7 +438,10 @@ def seccomp_program(machine: str | None = None) -> bytes:
     for index, denied in enumerate(numbers):
         remaining = len(numbers) - index - 1
         program.append(_bpf(jeq_k, remaining + 1, 0, denied))  # -> the EPERM return below
-    program += [_bpf(ret_k, 0, 0, SECCOMP_RET_ALLOW), _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM)]
+    program += [
+        _bpf(ret_k, 0, 0, SECCOMP_RET_ALLOW),
+        _bpf(ret_k, 0, 0, SECCOMP_RET_ERRNO | errno.EPERM),
+    ]
     allow_index = len(program) - 2
     program[check_index] = _bpf(jeq_k, allow_index - check_index - 1, 0, AF_UNIX)
     return b"".join(program)
@@ -333,8 +478,16 @@ CLONE_NEWNET = 0x40000000
 CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWTIME = 0x00000080
 # Every new-namespace flag of clone: the seccomp filter refuses a clone with any of them.
-CLONE_NAMESPACE_FLAGS = (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET
-                         | CLONE_NEWCGROUP | CLONE_NEWTIME)
+CLONE_NAMESPACE_FLAGS = (
+    CLONE_NEWNS
+    | CLONE_NEWUTS
+    | CLONE_NEWIPC
+    | CLONE_NEWUSER
+    | CLONE_NEWPID
+    | CLONE_NEWNET
+    | CLONE_NEWCGROUP
+    | CLONE_NEWTIME
+)
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 2, 4, 8, 4096, 16384, 1 << 18
 
 
@@ -342,9 +495,14 @@ def unshare(flags: int) -> None:
     _check(libc.unshare(ctypes.c_int(flags)), "unshare")
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     enc = lambda text: None if text is None else os.fsencode(text)  # noqa: E731
-    _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
+    _check(
+        libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
+        f"mount {target}",
+    )
 
 
 def enter_namespaces(as_root: bool) -> None:
@@ -366,12 +524,15 @@ def enter_namespaces(as_root: bool) -> None:
 
 
 def make_mounts_private() -> None:
-    """Nothing mounted from here on is seen outside this mount namespace (and nothing outside in)."""
+    """Nothing mounted from here on is seen outside this mount namespace (and nothing outside
+    in)."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
 
 
 def mount_private_tmpfs(path: str, size_bytes: int, uid: int | None, gid: int | None) -> None:
-    options = f"size={max(size_bytes, 1 << 20)},mode=0700" + (f",uid={uid},gid={gid}" if uid is not None else "")
+    options = f"size={max(size_bytes, 1 << 20)},mode=0700" + (
+        f",uid={uid},gid={gid}" if uid is not None else ""
+    )
     os.makedirs(path, exist_ok=True)
     mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, options)
 
@@ -396,18 +557,22 @@ def bind(source: str, target: str, read_only: bool) -> None:
         mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | kept)
 
 
-def build_root(new_root: str, read_only: list[str], read_write: list[str], devices: list[str]) -> None:
-    """A root file system for the kernel, on a tmpfs at ``new_root``: only the given paths, each at its
-    own path, bound read-only (``read_only``, ``devices``) or read-write (``read_write``). Symbolic
-    links among ``read_only`` (``/lib -> usr/lib``) are copied as links. Everything else, and so every
-    Unix socket on the machine, does not exist there."""
+def build_root(
+    new_root: str, read_only: list[str], read_write: list[str], devices: list[str]
+) -> None:
+    """A root file system for the kernel, on a tmpfs at ``new_root``: only the given paths, each at
+    its own path, bound read-only (``read_only``, ``devices``) or read-write (``read_write``).
+    Symbolic links among ``read_only`` (``/lib -> usr/lib``) are copied as links. Everything else,
+    and so every Unix socket on the machine, does not exist there."""
     mount("tmpfs", new_root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
     done: list[str] = []
     # A symbolic link (a venv that is a link, /lib -> usr/lib) is copied as a link and its target
     # bound too, so that the same paths resolve inside as outside.
     paths = set(read_only) | {os.path.realpath(path) for path in read_only if os.path.lexists(path)}
     for path in sorted(paths, key=len):
-        if not os.path.lexists(path) or any(path == d or path.startswith(d.rstrip("/") + "/") for d in done):
+        if not os.path.lexists(path) or any(
+            path == d or path.startswith(d.rstrip("/") + "/") for d in done
+        ):
             continue
         target = new_root + path
         if os.path.islink(path):
@@ -432,7 +597,14 @@ def build_root(new_root: str, read_only: list[str], read_write: list[str], devic
 
 def pivot_into(new_root: str) -> None:
     """Make ``new_root`` this mount namespace's root and let go of the old one entirely."""
-    _check(libc.syscall(syscall_number("pivot_root"), os.fsencode(new_root), os.fsencode(new_root + "/.old-root")), "pivot_root")
+    _check(
+        libc.syscall(
+            syscall_number("pivot_root"),
+            os.fsencode(new_root),
+            os.fsencode(new_root + "/.old-root"),
+        ),
+        "pivot_root",
+    )
     os.chdir("/")
     _check(libc.umount2(b"/.old-root", MNT_DETACH), "umount old root")
     mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -455,9 +627,10 @@ def _own_cgroups() -> dict[str, str]:
 
 def create_kernel_cgroups(name: str, memory_bytes: int, processes: int) -> list[str]:
     """New cgroups, children of this process's own, that cap the memory, the number of processes and
-    the CPU (one core) of a kernel and all its children together (rlimits count per process: 255 children of 4 GiB each
-    would be 1 TiB). cgroup v2 where its controllers are delegated here, else v1's memory and pids
-    hierarchies. Returns their folders; ``[]`` where none can be made (not root, no delegation)."""
+    the CPU (one core) of a kernel and all its children together (rlimits count per process: 255
+    children of 4 GiB each would be 1 TiB). cgroup v2 where its controllers are delegated here, else
+    v1's memory and pids hierarchies. Returns their folders; ``[]`` where none can be made (not
+    root, no delegation)."""
     own = _own_cgroups()
     made: list[str] = []
     try:
@@ -470,12 +643,20 @@ def create_kernel_cgroups(name: str, memory_bytes: int, processes: int) -> list[
             _write(folder, "memory.max", memory_bytes)
             _write(folder, "memory.swap.max", 0, required=False)
             _write(folder, "pids.max", processes)
-            _write(folder, "cpu.max", "100000 100000", required=False)  # one core, however many children
+            # one core, however many children
+            _write(folder, "cpu.max", "100000 100000", required=False)
             return made
-        for controller, settings in (("memory", [("memory.limit_in_bytes", memory_bytes),
-                                                 ("memory.memsw.limit_in_bytes", memory_bytes)]),
-                                     ("pids", [("pids.max", processes)]),
-                                     ("cpu", [("cpu.cfs_period_us", 100000), ("cpu.cfs_quota_us", 100000)])):
+        for controller, settings in (
+            (
+                "memory",
+                [
+                    ("memory.limit_in_bytes", memory_bytes),
+                    ("memory.memsw.limit_in_bytes", memory_bytes),
+                ],
+            ),
+            ("pids", [("pids.max", processes)]),
+            ("cpu", [("cpu.cfs_period_us", 100000), ("cpu.cfs_quota_us", 100000)]),
+        ):
             if controller == "cpu" and controller not in own:
                 continue  # one core, however many children: where the controller exists
             folder = os.path.join(CGROUP_ROOT, controller + own[controller], name)
@@ -497,12 +678,19 @@ def kernel_cgroup_folders(prefix: str = "bpe-") -> list[str]:
     except OSError:
         return []
     bases = [CGROUP_ROOT + own[""]] if "" in own else []
-    bases += [os.path.join(CGROUP_ROOT, controller + own[controller]) for controller in ("memory", "pids", "cpu")
-              if controller in own]
+    bases += [
+        os.path.join(CGROUP_ROOT, controller + own[controller])
+        for controller in ("memory", "pids", "cpu")
+        if controller in own
+    ]
     found = []
     for base in bases:
         try:
-            found += [entry.path for entry in os.scandir(base) if entry.name.startswith(prefix) and entry.is_dir()]
+            found += [
+                entry.path
+                for entry in os.scandir(base)
+                if entry.name.startswith(prefix) and entry.is_dir()
+            ]
         except OSError:
             continue
     return found
@@ -550,7 +738,8 @@ def drop_to_user(uid: int, gid: int) -> None:
 
 
 def set_limits(limits: dict[str, int]) -> None:
-    """``{"RLIMIT_NPROC": 256, ...}``: soft and hard limit alike, so the kernel cannot raise them."""
+    """``{"RLIMIT_NPROC": 256, ...}``: soft and hard limit alike, so the kernel cannot raise
+    them."""
     for name, value in limits.items():
         number = getattr(resource, name)
         resource.setrlimit(number, (value, value))
@@ -559,8 +748,8 @@ def set_limits(limits: dict[str, int]) -> None:
 @dataclass(frozen=True)
 class LauncherSettings:
     """What ``sandbox_launcher.py`` builds a kernel's boundary (or fence) from: made by the grader
-    (``workspace.Workspace.environment``), sent in the kernel's environment as JSON (:meth:`encode`),
-    read back by the launcher (:meth:`decode`, the one reader).
+    (``workspace.Workspace.environment``), sent in the kernel's environment as JSON
+    (:meth:`encode`), read back by the launcher (:meth:`decode`, the one reader).
 
     >>> fence = LauncherSettings("fence", 1 << 30, denied=["/course"], allowed=["/work"])
     >>> LauncherSettings.decode(fence.encode()) == fence
@@ -586,7 +775,8 @@ class LauncherSettings:
     disk_bytes: int = 0
     root_dir: str = ""
     cgroups: list[str] = field(default_factory=list)
-    links: dict[str, str] = field(default_factory=dict)  # name in the work folder -> folder it shows
+    # name in the work folder -> folder it shows
+    links: dict[str, str] = field(default_factory=dict)
     read_only: list[str] = field(default_factory=list)
     rlimits: dict[str, int] = field(default_factory=dict)
 
