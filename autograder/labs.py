@@ -1,8 +1,8 @@
 """The labs of the course, discovered from its solution notebooks' metadata.
 
 A lab is one nbgrader source notebook ``<course solutions>/<lab_id>.ipynb`` whose notebook metadata
-says ``{<course metadata key>: {"lab": <lab_id>, "title": ..., "order": ...}}``. Everything the grader
-needs to know about a lab (its parts, their points, the hidden tests) is read from there, so
+says ``{<course metadata key>: {"lab": <lab_id>, "title": ..., "order": ...}}``. Everything the
+grader needs to know about a lab (its parts, their points, the hidden tests) is read from there, so
 the solution notebook stays the single source.
 """
 from __future__ import annotations
@@ -18,7 +18,9 @@ import nbformat
 
 from autograder.course import current
 
-HIDDEN_TESTS = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*$", re.M | re.S)
+HIDDEN_TESTS = re.compile(
+    r"^[ \t]*### BEGIN HIDDEN TESTS[ \t]*\n(.*?)^[ \t]*### END HIDDEN TESTS[ \t]*$", re.M | re.S
+)
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,9 @@ def free_names(source: str) -> list[str]:
             bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bound.add(node.name)
-    return list(dict.fromkeys(name for name in used if name not in bound and not hasattr(builtins, name)))
+    return list(
+        dict.fromkeys(name for name in used if name not in bound and not hasattr(builtins, name))
+    )
 
 
 def answer_functions(cells) -> list[str]:
@@ -71,8 +75,12 @@ def answer_functions(cells) -> list[str]:
     names = []
     for cell in cells:
         if cell.cell_type == "code" and nbgrader_meta(cell).get("solution"):
-            source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith("%"))
-            names += [node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)]
+            source = "\n".join(
+                line for line in cell.source.splitlines() if not line.lstrip().startswith("%")
+            )
+            names += [
+                node.name for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)
+            ]
     return names
 
 
@@ -110,8 +118,10 @@ def read_lab(path: Path) -> Lab:
     if not meta or "lab" not in meta:
         raise ValueError(f"{path} has no {key!r} notebook metadata naming its lab")
     references = meta.get("references", {})
-    # function -> earlier answer functions that could do its whole job (learn_bpe for learn_bpe_fast):
-    # never stood in for while it is graded, or a student could blank one to have the reference do it.
+    # function -> earlier answer functions that could do its whole job (learn_bpe for
+    # learn_bpe_fast): never stood in for while it is graded, or a student could blank one to have
+    # the reference do
+    # it.
     alternatives = meta.get("alternatives", {})
     answers = answer_functions(nb.cells)
     parts: list[Part] = []
@@ -124,12 +134,29 @@ def read_lab(path: Path) -> Lab:
             functions = tuple(name for name in free_names(hidden) if name in answers)
             # Every answer function an earlier part tests may be a helper of this part's code.
             excluded = {name for function in functions for name in alternatives.get(function, ())}
-            upstream = tuple(Upstream(name, owner[name], references[name]) for name in answers
-                             if name in owner and name not in functions and name in references and name not in excluded)
+            upstream = tuple(
+                Upstream(name, owner[name], references[name])
+                for name in answers
+                if name in owner
+                and name not in functions
+                and name in references
+                and name not in excluded
+            )
             for name in functions:
                 owner.setdefault(name, info["grade_id"])
-            parts.append(Part(info["grade_id"], float(info.get("points", 0)), hidden, index, functions, upstream))
-    return Lab(meta["lab"], meta.get("title", meta["lab"]), int(meta.get("order", 99)), path, tuple(parts))
+            parts.append(
+                Part(
+                    info["grade_id"],
+                    float(info.get("points", 0)),
+                    hidden,
+                    index,
+                    functions,
+                    upstream,
+                )
+            )
+    return Lab(
+        meta["lab"], meta.get("title", meta["lab"]), int(meta.get("order", 99)), path, tuple(parts)
+    )
 
 
 def all_labs(solutions_dir: Path | None = None) -> dict[str, Lab]:
