@@ -11,16 +11,17 @@ Canvas's importer (``GradebookImporter`` in canvas-lms, the code behind Grades �
   else by name.
 
 A student the kit has no grade for gets an empty cell. Canvas shows an empty cell as no change
-where it has no grade either. A 0 would not be "nothing": it would be recorded as a real score, count
-as a failing grade in the student's total, stand as if the student had handed in work that earned
-nothing, and replace a grade Canvas already has (one given by hand for a late paper, say).
+where it has no grade either. A 0 would not be "nothing": it would be recorded as a real score,
+count as a failing grade in the student's total, stand as if the student had handed in work that
+earned nothing, and replace a grade Canvas already has (one given by hand for a late paper, say).
 """
 from __future__ import annotations
 
 from autograder.lms.sheet import ERROR, Problem, Sheet, points, text_cell
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-POINTS_POSSIBLE = "    Points Possible"  # as Canvas's own export writes it; its importer looks for the words
+# as Canvas's own export writes it; its importer looks for the words
+POINTS_POSSIBLE = "    Points Possible"
 
 
 def column_title(title: str, assignment_id: str) -> str:
@@ -33,27 +34,56 @@ def table(sheet: Sheet) -> tuple[list[list[str]], list[Problem]]:
     problems = []
     for column in sheet.columns:
         if not column.key.isdigit():
-            problems.append(Problem(ERROR, f"{column.lab.lab_id} has no Canvas assignment id"
-                                           f"{f' ({column.key!r} is not one)' if column.key else ''}: pass "
-                                           f"--assignment {column.lab.lab_id}=ID, ID being the number at the end of "
-                                           f"the assignment's address in Canvas (…/assignments/12345)"))
+            problems.append(
+                Problem(
+                    ERROR,
+                    f"{column.lab.lab_id} has no Canvas assignment id"
+                    f"{f' ({column.key!r} is not one)' if column.key else ''}: pass "
+                    f"--assignment {column.lab.lab_id}=ID, ID being the number at the end of "
+                    f"the assignment's address in Canvas (…/assignments/12345)",
+                )
+            )
     if not sheet.columns:
-        problems.append(Problem(ERROR, "no lab to export: no result is graded (see grades.csv), or --assignment "
-                                       "named none of the graded labs"))
+        problems.append(
+            Problem(
+                ERROR,
+                "no lab to export: no result is graded (see grades.csv), or --assignment "
+                "named none of the graded labs",
+            )
+        )
     rows = [HEADER + [column_title(c.lab.title, c.key) for c in sheet.columns],
             [POINTS_POSSIBLE, "", "", "", ""] + [points(c.lab.max_score) for c in sheet.columns]]
     for row in sheet.rows:
         entry = row.entry
         canvas_id = entry.canvas_id or entry.user_id
         if canvas_id and not canvas_id.isdigit():
-            problems.append(Problem(ERROR, f"roster line {entry.line}, {entry.shown}: Canvas's ID {canvas_id!r} is "
-                                           f"not a number (canvas_id is Canvas's user id)"))
+            problems.append(
+                Problem(
+                    ERROR,
+                    f"roster line {entry.line}, {entry.shown}: Canvas's ID {canvas_id!r} is "
+                    f"not a number (canvas_id is Canvas's user id)",
+                )
+            )
         if not (canvas_id or entry.sis_user_id or entry.sis_login_id):
-            problems.append(Problem(ERROR, f"roster line {entry.line}, {entry.shown}: no canvas_id, user_id, "
-                                           f"sis_user_id or sis_login_id, so Canvas could match this student by "
-                                           f"name only: add one of them"))
-        rows.append([text_cell(entry.name or entry.student_id), canvas_id, entry.sis_user_id, entry.sis_login_id,
-                     text_cell(entry.section)]
-                    + [points(row.grades[c.lab.lab_id].score) if c.lab.lab_id in row.grades else ""
-                       for c in sheet.columns])
+            problems.append(
+                Problem(
+                    ERROR,
+                    f"roster line {entry.line}, {entry.shown}: no canvas_id, user_id, "
+                    f"sis_user_id or sis_login_id, so Canvas could match this student by "
+                    f"name only: add one of them",
+                )
+            )
+        rows.append(
+            [
+                text_cell(entry.name or entry.student_id),
+                canvas_id,
+                entry.sis_user_id,
+                entry.sis_login_id,
+                text_cell(entry.section),
+            ]
+            + [
+                points(row.grades[c.lab.lab_id].score) if c.lab.lab_id in row.grades else ""
+                for c in sheet.columns
+            ]
+        )
     return rows, problems
