@@ -32,28 +32,45 @@ from autograder.lms.sheet import ERROR, NOTE, Problem, Row, Sheet, points, text_
 from autograder.result import GradeResult
 
 IDENTITIES = ("email", "username", "idnumber")
-WORKSHEET_HEADER = ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
-                    "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments"]
-PARTICIPANT = "Participant "  # Moodle's 'hiddenuser' string: the Identifier is this and the participant id
+WORKSHEET_HEADER = [
+    "Identifier",
+    "Full name",
+    "Email address",
+    "Status",
+    "Grade",
+    "Maximum Grade",
+    "Grade can be changed",
+    "Last modified (submission)",
+    "Last modified (grade)",
+    "Feedback comments",
+]
+# Moodle's 'hiddenuser' string: the Identifier is this and the participant id
+PARTICIPANT = "Participant "
 NO_GRADE = "-"
 
 
 def _identity_value(row: Row, identity: str) -> str:
     entry = row.entry
-    return {"email": entry.email, "username": entry.username or entry.login, "idnumber": entry.idnumber}[identity]
+    return {
+        "email": entry.email,
+        "username": entry.username or entry.login,
+        "idnumber": entry.idnumber,
+    }[identity]
 
 
 def _summary_lines(result: GradeResult) -> list[str]:
     lines = [f"{result.lab}: {points(result.score)} / {points(result.max_score)}"]
     for part_id, part in result.parts.items():
-        line = f"{part_id}: {points(part.score)} / {points(part.max_score)} {'✅' if part.passed else '❌'}"
+        line = (f"{part_id}: {points(part.score)} / {points(part.max_score)} "
+                f"{'✅' if part.passed else '❌'}")
         lines.append(f"{line} {part.message}" if part.message and not part.passed else line)
     lines += [f"From your grader ({a.cell}): {a.comment}" for a in result.adjustments if a.comment]
     return lines
 
 
 def feedback_text(result: GradeResult) -> str:
-    """The gradebook's feedback for one lab: plain lines (Moodle's own text format turns them into lines)."""
+    """The gradebook's feedback for one lab: plain lines (Moodle's own text format turns them into
+    lines)."""
     return text_cell(html.escape("\n".join(_summary_lines(result)), quote=False))
 
 
@@ -63,28 +80,47 @@ def feedback_html(result: GradeResult) -> str:
     return text_cell(f"<p>{first}</p><ul>" + "".join(f"<li>{line}</li>" for line in rest) + "</ul>")
 
 
-def gradebook_table(sheet: Sheet, identity: str = "email", feedback: bool = False) -> tuple[list[list[str]], list[Problem]]:
-    """Moodle's gradebook import CSV: the identity column, then per lab its grade (and its feedback)."""
+def gradebook_table(
+    sheet: Sheet, identity: str = "email", feedback: bool = False
+) -> tuple[list[list[str]], list[Problem]]:
+    """Moodle's gradebook import CSV: the identity column, then per lab its grade (and its
+    feedback)."""
     problems = []
     if not sheet.columns:
-        problems.append(Problem(ERROR, "no lab to export: no result is graded (see grades.csv), or --assignment "
-                                       "named none of the graded labs"))
+        problems.append(
+            Problem(
+                ERROR,
+                "no lab to export: no result is graded (see grades.csv), or --assignment "
+                "named none of the graded labs",
+            )
+        )
     names = [column.key or column.lab.title for column in sheet.columns]
     header = [identity]
     for name in names:
         header += [name, f"{name} (feedback)"] if feedback else [name]
     if len(set(header)) < len(header):
-        problems.append(Problem(ERROR, f"two columns would have one name ({', '.join(header)}): give each lab its "
-                                       f"own column name with --assignment LAB=NAME"))
+        problems.append(
+            Problem(
+                ERROR,
+                f"two columns would have one name ({', '.join(header)}): give each lab its "
+                f"own column name with --assignment LAB=NAME",
+            )
+        )
     rows, empty = [header], 0
     for row in sheet.rows:
         if not row.grades:
-            continue  # no grade in any exported lab: no row, so that nothing is changed for this student
+            # no grade in any exported lab: no row, so that nothing is changed for this student
+            continue
         value = _identity_value(row, identity)
         if not value:
             column = {"username": "username (or login)"}.get(identity, identity)
-            problems.append(Problem(ERROR, f"roster line {row.entry.line}, {row.entry.shown}: no {column}, which "
-                                           f"Moodle would find the student by (--identity {identity})"))
+            problems.append(
+                Problem(
+                    ERROR,
+                    f"roster line {row.entry.line}, {row.entry.shown}: no {column}, which "
+                    f"Moodle would find the student by (--identity {identity})",
+                )
+            )
         cells = [value]
         for column in sheet.columns:
             result = row.grades.get(column.lab.lab_id)
@@ -94,17 +130,23 @@ def gradebook_table(sheet: Sheet, identity: str = "email", feedback: bool = Fals
                 cells.append(feedback_text(result) if result else "")
         rows.append(cells)
     if empty:
-        problems.append(Problem(NOTE, f"{empty} cell(s) are '-' (no grade): imported into a NEW grade item they are "
-                                      f"skipped, but into an EXISTING one Moodle removes that student's grade there; "
-                                      f"to keep such grades, import one lab at a time (--assignment LAB)"))
+        problems.append(
+            Problem(
+                NOTE,
+                f"{empty} cell(s) are '-' (no grade): imported into a NEW grade item they are "
+                f"skipped, but into an EXISTING one Moodle removes that student's grade there; "
+                f"to keep such grades, import one lab at a time (--assignment LAB)",
+            )
+        )
     return rows, problems
 
 
 def participant_id(result: GradeResult, row: Row) -> str:
-    """The student's participant id in the Moodle assignment: the one Moodle wrote in the name of the
-    file it exported (``Ann Lee_501_assignsubmission_file_...``), else the roster's user_id."""
+    """The student's participant id in the Moodle assignment: the one Moodle wrote in the name of
+    the file it exported (``Ann Lee_501_assignsubmission_file_...``), else the roster's user_id."""
     path = Path(result.file)
-    found = identify(Path(path.parent.name) / path.name)  # the same reading as grading's: what the LMS wrote decides
+    # the same reading as grading's: what the LMS wrote decides
+    found = identify(Path(path.parent.name) / path.name)
     if found.source == "moodle" and found.user_id:
         return found.user_id
     return row.entry.user_id
@@ -113,7 +155,9 @@ def participant_id(result: GradeResult, row: Row) -> str:
 def moodle_name(result: GradeResult, row: Row) -> str:
     path = Path(result.file)
     found = identify(Path(path.parent.name) / path.name)
-    return row.entry.name or (found.name if found.source == "moodle" else "") or row.entry.student_id
+    return (
+        row.entry.name or (found.name if found.source == "moodle" else "") or row.entry.student_id
+    )
 
 
 def folder_name(full_name: str) -> str:
@@ -126,8 +170,13 @@ def folder_name(full_name: str) -> str:
 def _one_lab(sheet: Sheet, problems: list[Problem]):
     if len(sheet.columns) != 1:
         labs = ", ".join(c.lab.lab_id for c in sheet.columns) or "none"
-        problems.append(Problem(ERROR, f"a grading worksheet is for one Moodle assignment, so one lab (labs here: "
-                                       f"{labs}): pass --assignment LAB"))
+        problems.append(
+            Problem(
+                ERROR,
+                f"a grading worksheet is for one Moodle assignment, so one lab (labs here: "
+                f"{labs}): pass --assignment LAB",
+            )
+        )
         return None
     return sheet.columns[0]
 
@@ -149,20 +198,45 @@ def worksheet(sheet: Sheet) -> tuple[list[list[str]], list[tuple[str, str]], lis
             continue  # Moodle skips a row with an empty grade: it would change nothing
         participant = participant_id(result, row)
         if not participant.isdigit():
-            problems.append(Problem(ERROR, f"{row.entry.shown}: no Moodle participant id for {Path(result.file).name}: "
-                                           f"the worksheet needs the files as Moodle's 'Download all submissions' names "
-                                           f"them (Full Name_<participant id>_assignsubmission_file_...), or the id in "
-                                           f"the roster's user_id column"))
+            problems.append(
+                Problem(
+                    ERROR,
+                    f"{row.entry.shown}: no Moodle participant id for {Path(result.file).name}: "
+                    f"the worksheet needs the files as Moodle's 'Download all submissions' names "
+                    f"them (Full Name_<participant id>_assignsubmission_file_...), or the id in "
+                    f"the roster's user_id column",
+                )
+            )
             continue
         if participant in seen:
-            problems.append(Problem(ERROR, f"participant {participant} is both {seen[participant]} and "
-                                           f"{row.entry.shown}: check the roster's user_id column"))
+            problems.append(
+                Problem(
+                    ERROR,
+                    f"participant {participant} is both {seen[participant]} and "
+                    f"{row.entry.shown}: check the roster's user_id column",
+                )
+            )
             continue
         seen[participant] = row.entry.shown
         name = moodle_name(result, row)
-        rows.append([f"{PARTICIPANT}{participant}", text_cell(name), row.entry.email, "Submitted for grading",
-                     f"{float(result.score):.2f}", f"{float(result.max_score):.2f}", "Yes", NO_GRADE, NO_GRADE,
-                     feedback_html(result)])
-        files.append((f"{folder_name(name)}_{participant}_assignfeedback_file/{lab.lab_id}-feedback.html",
-                      feedback_page(result)))
+        rows.append(
+            [
+                f"{PARTICIPANT}{participant}",
+                text_cell(name),
+                row.entry.email,
+                "Submitted for grading",
+                f"{float(result.score):.2f}",
+                f"{float(result.max_score):.2f}",
+                "Yes",
+                NO_GRADE,
+                NO_GRADE,
+                feedback_html(result),
+            ]
+        )
+        files.append(
+            (
+                f"{folder_name(name)}_{participant}_assignfeedback_file/{lab.lab_id}-feedback.html",
+                feedback_page(result),
+            )
+        )
     return rows, files, problems
