@@ -42,7 +42,11 @@ class RosterEntry:
     @property
     def shown(self) -> str:
         """How messages name the student: ``s004 (Dee Dee)``."""
-        return f"{self.student_id} ({self.name})" if self.name and self.name != self.student_id else self.student_id
+        return (
+            f"{self.student_id} ({self.name})"
+            if self.name and self.name != self.student_id
+            else self.student_id
+        )
 
     def keys(self) -> set[str]:
         """The names a graded result's student id may be for this student (see :func:`name_key`)."""
@@ -61,7 +65,8 @@ def name_key(text: str) -> str:
 
 
 def read_roster(path: Path) -> list[RosterEntry]:
-    """The roster's rows, in file order; ``ValueError`` naming the line for a row that cannot be one."""
+    """The roster's rows, in file order; ``ValueError`` naming the line for a row that cannot be
+    one."""
     path = Path(path)
     try:
         handle = open(path, newline="", encoding="utf-8-sig")
@@ -70,18 +75,26 @@ def read_roster(path: Path) -> list[RosterEntry]:
     entries, seen = [], {}
     with handle:
         reader = csv.DictReader(handle)
-        if not reader.fieldnames or "student_id" not in [name.strip() for name in reader.fieldnames]:
+        if not reader.fieldnames or "student_id" not in [
+            name.strip() for name in reader.fieldnames
+        ]:
             raise ValueError(f"{path}: the roster needs a header row with a student_id column "
                              f"(and any of {', '.join(COLUMNS[1:])})")
         for line, row in enumerate(reader, start=2):
-            row = {(key or "").strip(): (value or "").strip() for key, value in row.items() if isinstance(value, str)}
+            row = {
+                (key or "").strip(): (value or "").strip()
+                for key, value in row.items()
+                if isinstance(value, str)
+            }
             if not row.get("student_id"):
                 raise ValueError(f"{path}, line {line}: the student_id is empty")
             if row["student_id"] in seen:
                 raise ValueError(f"{path}, line {line}: student_id {row['student_id']} is on line "
                                  f"{seen[row['student_id']]} already")
             seen[row["student_id"]] = line
-            entries.append(RosterEntry(**{column: row.get(column, "") for column in COLUMNS}, line=line))
+            entries.append(
+                RosterEntry(**{column: row.get(column, "") for column in COLUMNS}, line=line)
+            )
     if not entries:
         raise ValueError(f"{path}: the roster has a header but no student")
     return entries
