@@ -48,15 +48,21 @@ class OutFolder:
     def results(self) -> Rows:
         folder = Path(self.folder)
         if not folder.is_dir():
-            raise SourceError(f"{folder} is not a folder: give the folder that `grade ... --out` wrote")
+            raise SourceError(
+                f"{folder} is not a folder: give the folder that `grade ... --out` wrote"
+            )
         stored = sorted((folder / "results").glob("*.json"))
         if not stored and not (folder / ROWS_FILE).is_file():
-            raise SourceError(f"{folder} holds no grading results (no {folder / 'results'}/*.json): "
-                              f"grade first, e.g. bpe-labs grade SUBMISSIONS --out {folder}")
+            raise SourceError(
+                f"{folder} holds no grading results (no {folder / 'results'}/*.json): "
+                f"grade first, e.g. bpe-labs grade SUBMISSIONS --out {folder}"
+            )
         key = key_path().read_bytes() if key_path().is_file() else None
         if key is None:
-            self.notes.append(f"the results' checksums were not checked: this machine has no grading key "
-                              f"({key_path()}; set AUTOGRADER_RESUME_KEY to the grading machine's)")
+            self.notes.append(
+                f"the results' checksums were not checked: this machine has no grading key "
+                f"({key_path()}; set AUTOGRADER_RESUME_KEY to the grading machine's)"
+            )
         results, edited = [], []
         for path in stored:
             try:
@@ -66,23 +72,32 @@ class OutFolder:
                     continue
                 results.append(unsigned(data))
             except (OSError, ValueError, MalformedResult) as error:
-                raise SourceError(f"{path} is not a grading result ({str(error)[:200]}): grade again into "
-                                  f"{folder}") from None
+                raise SourceError(
+                    f"{path} is not a grading result ({str(error)[:200]}): grade again into "
+                    f"{folder}"
+                ) from None
         if edited:
-            raise SourceError(f"{len(edited)} result file(s) in {folder / 'results'} do not carry the checksum the "
-                              f"grader gave them, so they were changed after grading or graded on another machine "
-                              f"({', '.join(edited[:5])}{' ...' if len(edited) > 5 else ''}): grade again, or set "
-                              f"AUTOGRADER_RESUME_KEY to the grading machine's key")
+            raise SourceError(
+                f"{len(edited)} result file(s) in {folder / 'results'} do not carry the checksum "
+                "the grader gave them, so they were changed after grading or graded on another "
+                f"machine ({', '.join(edited[:5])}{' ...' if len(edited) > 5 else ''}): grade "
+                "again, or set AUTOGRADER_RESUME_KEY to the grading machine's key"
+            )
         try:
             reported = kept_rows(folder, key)
         except ValueError as error:
             raise SourceError(str(error)) from None
-        if reported is None:  # graded by a version that kept no rows.json: every result file, as it then did
-            self.notes.append(f"{folder / ROWS_FILE} is missing (graded by an earlier version): every result in "
-                              f"{folder / 'results'} is reported, without missing students; grade again into "
-                              f"{folder} to report exactly what grade reports")
+        # graded by a version that kept no rows.json: every result file, as it then did
+        if reported is None:
+            self.notes.append(
+                f"{folder / ROWS_FILE} is missing (graded by an earlier version): every result in "
+                f"{folder / 'results'} is reported, without missing students; grade again into "
+                f"{folder} to report exactly what grade reports"
+            )
             reported = Rows(results)
-        return reported.holding(adjustments.from_gradebook(reported, Path(self.db_path or folder / "gradebook.db")))
+        return reported.holding(
+            adjustments.from_gradebook(reported, Path(self.db_path or folder / "gradebook.db"))
+        )
 
 
 def _signed_with(data: object, key: bytes) -> bool:
