@@ -1,8 +1,8 @@
 """Text a student chose (file names, ids, messages), made safe to show, store and name files after.
 
 * :func:`escaped`: control characters, bidirectional overrides and bytes that are not UTF-8 (which
-  Python holds as lone surrogates) written as ``\\xNN`` / ``\\uNNNN``. What a terminal shows of a row
-  is then what ``grades.csv`` holds: an ANSI sequence in a file name cannot move the cursor or
+  Python holds as lone surrogates) written as ``\\xNN`` / ``\\uNNNN``. What a terminal shows of a
+  row is then what ``grades.csv`` holds: an ANSI sequence in a file name cannot move the cursor or
   repaint another student's row, and a Latin-1 name from an old LMS export is recorded faithfully.
 * :func:`file_name`: a name for a file made from such text: readable when it can be, shortened and
   made unique by a hash when it is long or holds characters a file name should not.
@@ -13,9 +13,13 @@ import hashlib
 import re
 import unicodedata
 
-# Bidirectional embeddings, overrides and isolates: they reorder what a terminal shows ("Trojan Source").
-BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-# Bytes of a file name's longest component on Linux, macOS and Windows file systems; ours stay well under.
+# Bidirectional embeddings, overrides and isolates: they reorder what a terminal shows ("Trojan
+# Source").
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+# Bytes of a file name's longest component on Linux, macOS and Windows file systems; ours stay well
+# under.
 NAME_BYTES = 120
 _SAFE_NAME = re.compile(r"[\w@+=,. -]+")
 
@@ -49,13 +53,14 @@ def escaped(text: str, keep: str = "") -> str:
 
 
 def terminal(text: object) -> str:
-    """A table cell or log field: runs of spaces, tabs and line breaks as one space, the rest :func:`escaped`."""
+    """A table cell or log field: runs of spaces, tabs and line breaks as one space, the rest
+    :func:`escaped`."""
     return escaped(re.sub(r"[ \t\r\n]+", " ", str(text)).strip())
 
 
 def file_name(text: str, suffix: str = "") -> str:
-    """A file name made from ``text``: ``text`` itself when it is short and plain, else a readable part
-    and a hash of the whole, so that two different texts never share a name.
+    """A file name made from ``text``: ``text`` itself when it is short and plain, else a readable
+    part and a hash of the whole, so that two different texts never share a name.
 
     >>> file_name("jdoe_toy_bpe.ipynb", ".json")
     'jdoe_toy_bpe.ipynb.json'
