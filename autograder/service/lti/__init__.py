@@ -1,4 +1,5 @@
-"""LTI 1.3 on the service: an LMS (Canvas, Moodle, any LTI 1.3 platform) registers the service as a tool.
+"""LTI 1.3 on the service: an LMS (Canvas, Moodle, any LTI 1.3 platform) registers the service as a
+tool.
 
 pylti1p3next (the maintained fork of pylti1p3) does the protocol: the OIDC login, the launch's
 verification (the platform's signature from its JWKS, the nonce, the issuer, client and deployment),
@@ -9,7 +10,8 @@ it to Starlette and to the service's database, and does what is the service's ow
     adapter.py   pylti1p3 on Starlette: the request, cookies, redirects, login and launch classes
     storage.py   what a sign-in keeps between its steps, in the database; a nonce is good once
     identity.py  the launch's user -> the roster entry; NRPS members -> roster rows
-    scores.py    the counted attempt's score posted to the LMS gradebook (AGS), retried until it lands
+    scores.py    the counted attempt's score posted to the LMS gradebook (AGS), retried until it
+                 lands
     refusals.py  why a launch was refused, said for a person
 
 The routes are in ``autograder/service/routes/lti.py``; the guide is docs/LTI.md.
