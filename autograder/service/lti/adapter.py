@@ -22,7 +22,8 @@ from starlette.responses import RedirectResponse, Response
 
 
 class StarletteRequest(Request):
-    """A Starlette request as pylti1p3 reads it; ``form``: the body's fields, read beforehand (async)."""
+    """A Starlette request as pylti1p3 reads it; ``form``: the body's fields, read beforehand
+    (async)."""
 
     def __init__(self, request, form: t.Mapping[str, t.Any] | None = None):
         self.request = request
@@ -61,7 +62,9 @@ class Cookies(CookieService):
 
     def apply(self, response: Response) -> Response:
         for name, (value, max_age) in self.pending.items():
-            response.set_cookie(name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="none")
+            response.set_cookie(
+                name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="none"
+            )
             # Partitioned by hand: Starlette's own flag needs Python 3.14's http.cookies.
             header, cookie = response.raw_headers[-1]
             response.raw_headers[-1] = (header, cookie + b"; Partitioned")
@@ -102,7 +105,8 @@ class Connector(ServiceConnector):
     _lock = threading.Lock()
 
     def _scope_key(self, scopes: t.Iterable[str]) -> str:
-        return f"{super()._scope_key(scopes)}|{self._registration.get_client_id()}"  # two clients of one LMS: two tokens
+        # two clients of one LMS: two tokens
+        return f"{super()._scope_key(scopes)}|{self._registration.get_client_id()}"
 
     def _get_cached_access_token(self, scope_key: str) -> str | None:
         with self._lock:
