@@ -14,7 +14,8 @@ matches the roster:
     ...           "https://purl.imsglobal.org/spec/lti/claim/custom": {"student_id": "ada"}}
     >>> [launch_identity(claims, way) for way in ("email", "sourcedid", "sub", "custom")]
     ['ada@example.edu', 's017', 'u-17', 'ada']
-    >>> member = {"user_id": "u-17", "email": "ada@example.edu", "name": "Ada", "lis_person_sourcedid": "s017",
+    >>> member = {"user_id": "u-17", "email": "ada@example.edu", "name": "Ada",
+    ...           "lis_person_sourcedid": "s017",
     ...           "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"]}
     >>> roster_row(member, "email")
     RosterRow(student_id='s017', name='Ada', email='ada@example.edu')
@@ -38,7 +39,8 @@ CLAIM_NAMES = {"email": "email", "sourcedid": "lis person_sourcedid", "sub": "LT
 
 
 def launch_identity(claims: t.Mapping[str, t.Any], way: str) -> str | None:
-    """What the launch says of its user that the roster is matched on, or None if it says nothing."""
+    """What the launch says of its user that the roster is matched on, or None if it says
+    nothing."""
     if way == "email":
         value = claims.get("email")
         return str(value).strip().lower() if value else None
@@ -73,10 +75,18 @@ def roster_row(member: t.Mapping[str, t.Any], way: str) -> RosterRow | None:
     email = str(member.get("email") or "").strip().lower()
     sourcedid = str(member.get("lis_person_sourcedid") or "").strip()
     user_id = str(member.get("user_id") or "").strip()
-    student_id = {"sourcedid": sourcedid, "sub": user_id}.get(way) if way != "email" else (sourcedid or email or user_id)
+    student_id = (
+        {"sourcedid": sourcedid, "sub": user_id}.get(way)
+        if way != "email"
+        else (sourcedid or email or user_id)
+    )
     if not student_id or (way == "email" and not email):
         return None
-    name = str(member.get("name") or " ".join(filter(None, (member.get("given_name"), member.get("family_name")))) or "")
+    name = str(
+        member.get("name")
+        or " ".join(filter(None, (member.get("given_name"), member.get("family_name"))))
+        or ""
+    )
     return RosterRow(student_id[:200], name.strip(), email)
 
 
@@ -90,7 +100,15 @@ def merge_roster(session, rows: list[RosterRow], way: str) -> tuple[int, int]:
         student = find_student(session, row.email, "email") if way == "email" else None
         student = student or session.get(Student, row.student_id)
         if student is None:
-            session.add(Student(student_id=row.student_id, name=row.name, email=row.email, on_roster=True, added_at=now()))
+            session.add(
+                Student(
+                    student_id=row.student_id,
+                    name=row.name,
+                    email=row.email,
+                    on_roster=True,
+                    added_at=now(),
+                )
+            )
             added += 1
         else:
             student.name, student.on_roster = row.name or student.name, True
