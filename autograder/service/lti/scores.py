@@ -37,27 +37,53 @@ POLL_SECONDS = 2.0
 
 
 def link_key(student_id: str, lab: str, issuer: str, client_id: str, lineitem: str) -> str:
-    return hashlib.sha256("\n".join((student_id, lab, issuer, client_id, lineitem)).encode()).hexdigest()
+    return hashlib.sha256(
+        "\n".join((student_id, lab, issuer, client_id, lineitem)).encode()
+    ).hexdigest()
 
 
 def record_link(db: Database, student_id: str, lab: str, claims: dict, tool_url: str) -> bool:
     """Remember where this student's score for ``lab`` goes (the launch's AGS claim), and that it is
     due (a result may be there already). Returns False if the launch gave no way to post a score."""
     ags = claims.get(AGS) or {}
-    if SCORE_SCOPE not in (ags.get("scope") or []) or not (ags.get("lineitem") or ags.get("lineitems")):
+    if SCORE_SCOPE not in (ags.get("scope") or []) or not (
+        ags.get("lineitem") or ags.get("lineitems")
+    ):
         return False
-    issuer, client = claims["iss"], claims["aud"][0] if isinstance(claims["aud"], list) else claims["aud"]
+    issuer, client = (
+        claims["iss"],
+        claims["aud"][0] if isinstance(claims["aud"], list) else claims["aud"],
+    )
     deployment = claims["https://purl.imsglobal.org/spec/lti/claim/deployment_id"]
     key = link_key(student_id, lab, issuer, client, ags.get("lineitem") or ags.get("lineitems"))
     with db.writing() as session:
         link = session.scalars(select(LtiLink).where(LtiLink.key == key)).first()
         if link is None:
-            session.add(LtiLink(key=key, student_id=student_id, lab=lab, issuer=issuer, client_id=client,
-                                deployment_id=deployment, lti_user_id=claims["sub"], ags=json.dumps(ags),
-                                tool_url=tool_url.rstrip("/"), created_at=now(), launched_at=now(), wanted=1, posted=0,
-                                tries=0))
+            session.add(
+                LtiLink(
+                    key=key,
+                    student_id=student_id,
+                    lab=lab,
+                    issuer=issuer,
+                    client_id=client,
+                    deployment_id=deployment,
+                    lti_user_id=claims["sub"],
+                    ags=json.dumps(ags),
+                    tool_url=tool_url.rstrip("/"),
+                    created_at=now(),
+                    launched_at=now(),
+                    wanted=1,
+                    posted=0,
+                    tries=0,
+                )
+            )
         else:
-            link.lti_user_id, link.ags, link.tool_url, link.launched_at = claims["sub"], json.dumps(ags), tool_url.rstrip("/"), now()
+            link.lti_user_id, link.ags, link.tool_url, link.launched_at = (
+                claims["sub"],
+                json.dumps(ags),
+                tool_url.rstrip("/"),
+                now(),
+            )
     return True
 
 
@@ -68,18 +94,30 @@ class Due:
 
 
 def take_due(db: Database, limit: int = 20) -> list[Due]:
-    """Links whose score is due, each leased to this poster (a conditional UPDATE only one poster wins)."""
+    """Links whose score is due, each leased to this poster (a conditional UPDATE only one poster
+    wins)."""
     moment = now()
     with db.reading() as session:
-        rows = session.execute(select(LtiLink.id, LtiLink.wanted).where(
-            LtiLink.wanted > LtiLink.posted, (LtiLink.next_try_at.is_(None)) | (LtiLink.next_try_at <= moment))
-            .order_by(LtiLink.id).limit(limit)).all()
+        rows = session.execute(
+            select(LtiLink.id, LtiLink.wanted)
+            .where(
+                LtiLink.wanted > LtiLink.posted,
+                (LtiLink.next_try_at.is_(None)) | (LtiLink.next_try_at <= moment),
+            )
+            .order_by(LtiLink.id)
+            .limit(limit)
+        ).all()
     taken = []
     for link_id, wanted in rows:
         with db.writing() as session:
-            won = session.execute(update(LtiLink).where(
-                LtiLink.id == link_id, (LtiLink.next_try_at.is_(None)) | (LtiLink.next_try_at <= moment))
-                .values(next_try_at=moment + LEASE)).rowcount
+            won = session.execute(
+                update(LtiLink)
+                .where(
+                    LtiLink.id == link_id,
+                    (LtiLink.next_try_at.is_(None)) | (LtiLink.next_try_at <= moment),
+                )
+                .values(next_try_at=moment + LEASE)
+            ).rowcount
         if won:
             taken.append(Due(link_id, wanted))
     return taken
@@ -90,17 +128,26 @@ def score_of(row: Submission, link: LtiLink, title: str) -> Grade:
     late = " (handed in late)" if row.late else ""
     comment = (f"{title}: {row.score:g} / {row.max_score:g}{late}, submission #{row.id}. "
                f"Feedback: {link.tool_url}/me/submissions/{row.id}")
-    return (Grade().set_score_given(row.score).set_score_maximum(row.max_score).set_user_id(link.lti_user_id)
-            .set_activity_progress("Completed").set_grading_progress("FullyGraded").set_comment(comment)
-            .set_timestamp(now().isoformat(timespec="milliseconds") + "Z")
-            .set_submitted_at(row.created_at.isoformat(timespec="seconds") + "Z"))
+    return (
+        Grade()
+        .set_score_given(row.score)
+        .set_score_maximum(row.max_score)
+        .set_user_id(link.lti_user_id)
+        .set_activity_progress("Completed")
+        .set_grading_progress("FullyGraded")
+        .set_comment(comment)
+        .set_timestamp(now().isoformat(timespec="milliseconds") + "Z")
+        .set_submitted_at(row.created_at.isoformat(timespec="seconds") + "Z")
+    )
 
 
 def post(db: Database, config, counted: str, due: Due, titles: dict[str, tuple[str, float]]) -> str:
     """Send the counted attempt of one link; returns what happened (for the log)."""
     with db.reading() as session:
         link = session.get(LtiLink, due.link_id)
-        chosen = counted_attempts(attempts(session, student_id=link.student_id, lab=link.lab, with_results=False), counted)
+        chosen = counted_attempts(
+            attempts(session, student_id=link.student_id, lab=link.lab, with_results=False), counted
+        )
     row = chosen.get((link.student_id, link.lab))
     outcome = "nothing graded yet"
     try:
@@ -109,9 +156,15 @@ def post(db: Database, config, counted: str, due: Due, titles: dict[str, tuple[s
             registration = find_registration(config, link.issuer, link.client_id)
             service = AssignmentsGradesService(Connector(registration), json.loads(link.ags))
             lineitem = None
-            if not json.loads(link.ags).get("lineitem"):  # only the course's columns: find or make the lab's
-                lineitem = (LineItem().set_tag("bpe-labs").set_resource_id(link.lab).set_label(title)
-                            .set_score_maximum(points))
+            # only the course's columns: find or make the lab's
+            if not json.loads(link.ags).get("lineitem"):
+                lineitem = (
+                    LineItem()
+                    .set_tag("bpe-labs")
+                    .set_resource_id(link.lab)
+                    .set_label(title)
+                    .set_score_maximum(points)
+                )
             service.put_grade(score_of(row, link, title), lineitem)
             outcome = f"submission {row.id}: {row.score:g} / {row.max_score:g} posted"
     except Exception as error:  # the LMS down, a refusal, a registration removed: tried again later
@@ -124,23 +177,42 @@ def post(db: Database, config, counted: str, due: Due, titles: dict[str, tuple[s
         return f"failed ({message}); try {link.tries + 1} at {link.next_try_at:%H:%M:%S}"
     with db.writing() as session:
         link = session.get(LtiLink, due.link_id)
-        link.posted, link.tries, link.error, link.next_try_at = max(link.posted, due.wanted), 0, None, None
+        link.posted, link.tries, link.error, link.next_try_at = (
+            max(link.posted, due.wanted),
+            0,
+            None,
+            None,
+        )
         if row is not None:
             link.posted_submission_id, link.posted_score, link.posted_at = row.id, row.score, now()
     return outcome
 
 
 def status(session) -> dict:
-    """The dashboard's line: links, scores waiting to be posted, and those whose last post failed."""
+    """The dashboard's line: links, scores waiting to be posted, and those whose last post
+    failed."""
     from sqlalchemy import func
 
     links = session.scalar(select(func.count()).select_from(LtiLink))
-    waiting = session.scalar(select(func.count()).select_from(LtiLink).where(LtiLink.wanted > LtiLink.posted))
-    failing = list(session.scalars(select(LtiLink).where(LtiLink.wanted > LtiLink.posted, LtiLink.error.is_not(None))
-                                   .order_by(LtiLink.id)))
-    return {"links": links, "waiting": waiting, "failing": len(failing),
-            "error": f"{failing[0].student_id}, {failing[0].lab}: {failing[0].error}" if failing else "",
-            "next_try": failing[0].next_try_at if failing else None}
+    waiting = session.scalar(
+        select(func.count()).select_from(LtiLink).where(LtiLink.wanted > LtiLink.posted)
+    )
+    failing = list(
+        session.scalars(
+            select(LtiLink)
+            .where(LtiLink.wanted > LtiLink.posted, LtiLink.error.is_not(None))
+            .order_by(LtiLink.id)
+        )
+    )
+    return {
+        "links": links,
+        "waiting": waiting,
+        "failing": len(failing),
+        "error": f"{failing[0].student_id}, {failing[0].lab}: {failing[0].error}"
+        if failing
+        else "",
+        "next_try": failing[0].next_try_at if failing else None,
+    }
 
 
 class ScorePoster:
@@ -150,7 +222,10 @@ class ScorePoster:
         from autograder.labs import all_labs
 
         self.db, self.config, self.counted = db, config, counted
-        self.titles = {lab_id: (lab.title, sum(part.points for part in lab.parts)) for lab_id, lab in all_labs().items()}
+        self.titles = {
+            lab_id: (lab.title, sum(part.points for part in lab.parts))
+            for lab_id, lab in all_labs().items()
+        }
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, name="lti-score-poster", daemon=True)
 
