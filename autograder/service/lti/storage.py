@@ -1,5 +1,5 @@
-"""What an LTI sign-in keeps between its steps, in the service's database (table ``lti_state``), so that
-any web process of the service can take the next step and a restart loses nothing.
+"""What an LTI sign-in keeps between its steps, in the service's database (table ``lti_state``), so
+that any web process of the service can take the next step and a restart loses nothing.
 
 pylti1p3 keeps the nonce of each OIDC login, the launches (read again when an instructor picks a lab
 or builds the roster) and which state matched which id_token. Its own check of a nonce only asks
@@ -26,8 +26,8 @@ KEY_LENGTH = 200
 
 
 class DatabaseStorage(LaunchDataStorage):
-    """pylti1p3's launch data storage on the ``lti_state`` table (no per-browser session id: every key
-    holds a random nonce, state or launch id)."""
+    """pylti1p3's launch data storage on the ``lti_state`` table (no per-browser session id: every
+    key holds a random nonce, state or launch id)."""
 
     def __init__(self, db: Database):
         super().__init__()
@@ -47,31 +47,46 @@ class DatabaseStorage(LaunchDataStorage):
 
     def get_value(self, key: str) -> t.Any:
         with self.db.reading() as session:
-            row = session.scalars(select(LtiState).where(LtiState.key == self._key(key), LtiState.expires_at > now())).first()
+            row = session.scalars(
+                select(LtiState).where(LtiState.key == self._key(key), LtiState.expires_at > now())
+            ).first()
             return json.loads(row.value) if row is not None else None
 
     def set_value(self, key: str, value: t.Any, exp: int | None = None) -> None:
         key = self._key(key)
         with self.db.writing() as session:
-            session.execute(delete(LtiState).where((LtiState.key == key) | (LtiState.expires_at <= now())))
+            session.execute(
+                delete(LtiState).where((LtiState.key == key) | (LtiState.expires_at <= now()))
+            )
             session.add(LtiState(key=key, value=json.dumps(value),
                                  expires_at=now() + timedelta(seconds=exp or LAUNCH_SECONDS)))
 
     def check_value(self, key: str) -> bool:
         with self.db.reading() as session:
-            return session.scalar(select(LtiState.key).where(LtiState.key == self._key(key), LtiState.expires_at > now())) is not None
+            return (
+                session.scalar(
+                    select(LtiState.key).where(
+                        LtiState.key == self._key(key), LtiState.expires_at > now()
+                    )
+                )
+                is not None
+            )
 
     def take(self, key: str) -> bool:
         """Remove the key; True for the one caller that removed it before it expired."""
         key = self._key(key)
         with self.db.writing() as session:
-            won = session.execute(delete(LtiState).where(LtiState.key == key, LtiState.expires_at > now())).rowcount
-            session.execute(delete(LtiState).where(LtiState.key == key))  # expired: gone all the same
+            won = session.execute(
+                delete(LtiState).where(LtiState.key == key, LtiState.expires_at > now())
+            ).rowcount
+            # expired: gone all the same
+            session.execute(delete(LtiState).where(LtiState.key == key))
             return bool(won)
 
 
 class OnceSessions(SessionService):
-    """pylti1p3's session service on :class:`DatabaseStorage`: a nonce lives five minutes and is good once."""
+    """pylti1p3's session service on :class:`DatabaseStorage`: a nonce lives five minutes and is
+    good once."""
 
     data_storage: DatabaseStorage
 
@@ -79,7 +94,8 @@ class OnceSessions(SessionService):
         self.data_storage = storage
         self._launch_data_lifetime = LAUNCH_SECONDS
 
-    def set_data_storage(self, data_storage) -> None:  # pylti1p3 hands the storage over again: keep this one
+    # pylti1p3 hands the storage over again: keep this one
+    def set_data_storage(self, data_storage) -> None:
         pass
 
     def save_nonce(self, nonce: str) -> None:
