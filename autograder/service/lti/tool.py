@@ -36,12 +36,16 @@ def load(path: Path) -> ToolConfJsonFile:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
-        raise ConfigError(f"the LTI configuration {path} could not be read ({error.strerror or error})") from None
+        raise ConfigError(
+            f"the LTI configuration {path} could not be read ({error.strerror or error})"
+        ) from None
     except (ValueError, UnicodeDecodeError) as error:
         raise ConfigError(f"the LTI configuration {path} is not JSON ({error})") from None
     if not isinstance(data, dict) or not data:
-        raise ConfigError(f"the LTI configuration {path} must map each platform's issuer to its registration "
-                          "(docs/LTI.md)")
+        raise ConfigError(
+            f"the LTI configuration {path} must map each platform's issuer to its registration "
+            "(docs/LTI.md)"
+        )
     try:
         config = ToolConfJsonFile(str(path.resolve()))
     except (ToolConfException, OSError) as error:
@@ -50,19 +54,28 @@ def load(path: Path) -> ToolConfJsonFile:
         for entry in entries if isinstance(entries, list) else [entries]:
             client = entry.get("client_id")
             if not entry.get("key_set_url") and not entry.get("key_set"):
-                raise ConfigError(f"the LTI configuration {path}: {issuer} (client {client}) needs the platform's "
-                                  "key_set_url (its JWKS address)")
+                raise ConfigError(
+                    f"the LTI configuration {path}: {issuer} (client {client}) needs the "
+                    "platform's key_set_url (its JWKS address)"
+                )
             if not entry.get("deployment_ids"):
-                raise ConfigError(f"the LTI configuration {path}: {issuer} (client {client}) lists no deployment_ids")
+                raise ConfigError(
+                    f"the LTI configuration {path}: {issuer} (client {client}) lists no "
+                    "deployment_ids"
+                )
             registration = find_registration(config, issuer, client)
             if not registration.get_tool_public_key():
-                raise ConfigError(f"the LTI configuration {path}: {issuer} (client {client}) needs public_key_file "
-                                  "(the tool's public key, published at /lti/jwks)")
+                raise ConfigError(
+                    f"the LTI configuration {path}: {issuer} (client {client}) needs "
+                    "public_key_file (the tool's public key, published at /lti/jwks)"
+                )
             try:
                 registration.get_kid()
             except Exception as error:
-                raise ConfigError(f"the LTI configuration {path}: {issuer} (client {client}): the key files are not "
-                                  f"an RSA key pair in PEM ({error})") from None
+                raise ConfigError(
+                    f"the LTI configuration {path}: {issuer} (client {client}): the key files are "
+                    f"not an RSA key pair in PEM ({error})"
+                ) from None
     return config
 
 
@@ -86,13 +99,24 @@ def write_keys(folder: Path) -> tuple[Path, Path]:
     private, public = folder / PRIVATE_KEY, folder / PUBLIC_KEY
     for path in (private, public):
         if path.exists():
-            raise ConfigError(f"{path} exists: it is not overwritten (a platform may know its key); name another folder")
+            raise ConfigError(
+                f"{path} exists: it is not overwritten (a platform may know its key); name another "
+                "folder"
+            )
     folder.mkdir(parents=True, exist_ok=True)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     descriptor = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "wb") as handle:
-        handle.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                       serialization.NoEncryption()))
-    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+        handle.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
     return private, public
