@@ -44,9 +44,11 @@ def release_notebook(lab: Lab, db_path: Path) -> nbformat.NotebookNode:
         gradebook.update_or_create_assignment(lab.lab_id)
     nb = copy.deepcopy(lab.solution_notebook())
     if course.prepare_source:
-        for cell in nb.cells:  # before nbgrader's steps, so that its checksums are of what the student gets
+        # before nbgrader's steps, so that its checksums are of what the student gets
+        for cell in nb.cells:
             cell.source = course.prepare_source(cell.source)
-    with_submit_cells(nb, lab.lab_id, course)  # the Submit cell and its helper (autograder/service/notebook.py)
+    # the Submit cell and its helper (autograder/service/notebook.py)
+    with_submit_cells(nb, lab.lab_id, course)
     resources = {"nbgrader": {"assignment": lab.lab_id, "notebook": lab.lab_id, "db_url": url}}
     for step in release_steps():
         nb, resources = step.preprocess(nb, resources)
@@ -62,7 +64,8 @@ def register_labs(db_path: Path, labs: list[Lab] | None = None) -> None:
 
 
 def release(out_dir: Path | None = None, db_path: Path | None = None) -> list[Path]:
-    """Write ``<out_dir>/<lab_id>.ipynb`` (default: the course's notebooks) for every lab; returns the paths."""
+    """Write ``<out_dir>/<lab_id>.ipynb`` (default: the course's notebooks) for every lab; returns
+    the paths."""
     out_dir = Path(out_dir or current().notebooks)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
