@@ -46,20 +46,33 @@ def part_columns() -> list[str]:
 
 
 def grades_columns() -> list[str]:
-    return BASE_COLUMNS + part_columns() + ["integrity", "error", "isolation", "identity", "adjusted", "seconds"]
+    return (
+        BASE_COLUMNS
+        + part_columns()
+        + ["integrity", "error", "isolation", "identity", "adjusted", "seconds"]
+    )
 
 
 def _sort_key(row: dict) -> tuple:
     """By student, lab, file; a missing value after every present one."""
-    return tuple((row.get(key) is None, str(row.get(key) or "")) for key in ("student_id", "lab", "file"))
+    return tuple(
+        (row.get(key) is None, str(row.get(key) or "")) for key in ("student_id", "lab", "file")
+    )
 
 
 def grades_rows(results: list[GradeResult]) -> list[dict]:
-    """One row per submission (column -> value): ids, status, scores, one column per part, integrity and error."""
+    """One row per submission (column -> value): ids, status, scores, one column per part, integrity
+    and error."""
     rows = []
     for result in results:
-        row = {"student_id": result.student_id, "lab": result.lab, "file": result.file, "status": result.status,
-               "score": _points(result.score), "max_score": _points(result.max_score)}
+        row = {
+            "student_id": result.student_id,
+            "lab": result.lab,
+            "file": result.file,
+            "status": result.status,
+            "score": _points(result.score),
+            "max_score": _points(result.max_score),
+        }
         for part_id, part in result.parts.items():
             row[part_id] = _points(part.score)
         row["integrity"] = "; ".join(f"{e.event} {e.cell}" for e in result.integrity)
@@ -73,7 +86,8 @@ def grades_rows(results: list[GradeResult]) -> list[dict]:
 
 
 def write_grades_csv(results: list[GradeResult], path: Path) -> None:
-    """grades.csv: ``grades_columns()``, one row per submission, an empty cell for a missing value."""
+    """grades.csv: ``grades_columns()``, one row per submission, an empty cell for a missing
+    value."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, grades_columns(), restval="", extrasaction="ignore")
@@ -83,7 +97,8 @@ def write_grades_csv(results: list[GradeResult], path: Path) -> None:
 
 
 def grades_text(results: list[GradeResult]) -> str:
-    """The grades as plain-text tables, one per lab, with that lab's columns only (for the terminal).
+    """The grades as plain-text tables, one per lab, with that lab's columns only (for the
+    terminal).
 
     A column is left out when no row of the lab has a value in it; ``file`` and ``integrity``
     are long and left to grades.csv, and ``isolation``, the same for most rows, is said once
@@ -94,15 +109,28 @@ def grades_text(results: list[GradeResult]) -> str:
         by_lab.setdefault(row["lab"] or "(no lab)", []).append(row)
     blocks = []
     for lab_id, rows in by_lab.items():
-        columns = [column for column in grades_columns() if column not in ("lab", "file", "integrity", "isolation")
-                   and any(row.get(column) not in (None, "") for row in rows)]
+        columns = [
+            column
+            for column in grades_columns()
+            if column not in ("lab", "file", "integrity", "isolation")
+            and any(row.get(column) not in (None, "") for row in rows)
+        ]
         cells = [[_cell(row.get(column)) for column in columns] for row in rows]
-        widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)]
+        widths = [
+            max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)
+        ]
         lines = [" ".join(column.rjust(width) for column, width in zip(columns, widths))]
-        lines += [" ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in cells]
+        lines += [
+            " ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in cells
+        ]
         isolation = Counter(row["isolation"] for row in rows if row["status"] == GRADED)
         if isolation:
-            lines.append("isolation: " + "; ".join(f"{terminal(kind)} ({plural(n, 'file')})" for kind, n in isolation.most_common()))
+            lines.append(
+                "isolation: "
+                + "; ".join(
+                    f"{terminal(kind)} ({plural(n, 'file')})" for kind, n in isolation.most_common()
+                )
+            )
         blocks.append(f"{terminal(lab_id)}\n" + "\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -111,7 +139,11 @@ def plural(count: int, noun: str) -> str:
     """``1 file``, ``2 files``; ``1 entry``, ``3 entries``."""
     if count == 1:
         return f"1 {noun}"
-    return f"{count} {noun[:-1]}ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else f"{count} {noun}s"
+    return (
+        f"{count} {noun[:-1]}ies"
+        if noun.endswith("y") and noun[-2:-1] not in "aeiou"
+        else f"{count} {noun}s"
+    )
 
 
 def _cell(value) -> str:
@@ -121,25 +153,35 @@ def _cell(value) -> str:
 
 
 FEEDBACK = Environment(autoescape=True).from_string("""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Feedback · {{ r.lab or 'submission' }} · {{ r.student_id }}</title>
+<html lang="en"><head><meta charset="utf-8">\
+<title>Feedback · {{ r.lab or 'submission' }} · {{ r.student_id }}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;line-height:1.45}
 td,th{padding:.35rem .6rem;border-bottom:1px solid #ddd;vertical-align:top;text-align:left}
-.ok{color:#137333}.no{color:#b3261e}pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;margin:.2rem 0}</style></head>
+.ok{color:#137333}.no{color:#b3261e}\
+pre{white-space:pre-wrap;background:#f6f6f6;padding:.4rem;margin:.2rem 0}</style></head>
 <body><h1>{{ title }}</h1>
 <p>Student: <b>{{ r.student_id }}</b> · file: {{ file_name }}</p>
 {% if not r.graded %}<p class="no">This file could not be graded: {{ r.message }}</p>
 {% else %}<p>Score: <b>{{ fmt(r.score) }} / {{ fmt(r.max_score) }}</b></p>
 <table><tr><th>part</th><th>points</th><th>what the autograder found</th></tr>
 {% for part_id, p in r.parts.items() %}<tr><td>{{ part_id }}</td>
-<td class="{{ 'ok' if p.passed else 'no' }}">{{ '✅' if p.passed else '❌' }} {{ fmt(p.score) }} / {{ fmt(p.max_score) }}</td>
-<td>{{ p.message }}{% if p.visible_check %}<br>Your notebook's own check on the example said:<pre>{{ p.visible_check }}</pre>{% endif %}</td></tr>
+<td class="{{ 'ok' if p.passed else 'no' }}">\
+{{ '✅' if p.passed else '❌' }} {{ fmt(p.score) }} / {{ fmt(p.max_score) }}</td>
+<td>{{ p.message }}{% if p.visible_check %}\
+<br>Your notebook's own check on the example said:<pre>{{ p.visible_check }}</pre>\
+{% endif %}</td></tr>
 {% endfor %}</table>
 {% if r.adjustments %}<h2>From your grader</h2><ul>{% for a in r.adjustments %}<li>{{ a.cell }}:
-{% if a.score is not none %}points set to {{ fmt(a.score) }} (the autograder gave {{ fmt(a.auto_score) }}){% endif %}
+{% if a.score is not none %}\
+points set to {{ fmt(a.score) }} (the autograder gave {{ fmt(a.auto_score) }}){% endif %}
 {% if a.comment %}<pre>{{ a.comment }}</pre>{% endif %}</li>{% endfor %}</ul>{% endif %}
-{% if problems %}<h2>Cells that did not run</h2><ul>{% for c in problems %}<li>{{ c.cell }} ({{ c.kind }}): {{ c.status }} — {{ c.error }}</li>{% endfor %}</ul>{% endif %}
+{% if problems %}<h2>Cells that did not run</h2><ul>\
+{% for c in problems %}<li>{{ c.cell }} ({{ c.kind }}): {{ c.status }} — {{ c.error }}</li>\
+{% endfor %}</ul>{% endif %}
 {% endif %}
-{% if r.integrity %}<h2>Changes to the notebook's structure</h2><ul>{% for e in r.integrity %}<li>{{ e.event }} · {{ e.cell }}: {{ e.detail }}</li>{% endfor %}</ul>{% endif %}
+{% if r.integrity %}<h2>Changes to the notebook's structure</h2><ul>\
+{% for e in r.integrity %}<li>{{ e.event }} · {{ e.cell }}: {{ e.detail }}</li>\
+{% endfor %}</ul>{% endif %}
 </body></html>
 """)
 
@@ -149,7 +191,8 @@ def _fmt(value) -> str:
 
 
 def adjusted_text(result: GradeResult) -> str:
-    """What a person changed by hand in the gradebook (formgrader): ``merge 0→2; comment on merge_answer``."""
+    """What a person changed by hand in the gradebook (formgrader): ``merge 0→2; comment on
+    merge_answer``."""
     return "; ".join(f"{a.cell} {_fmt(a.auto_score) or '-'}→{_fmt(a.score)}" if a.score is not None
                      else f"comment on {a.cell}" for a in result.adjustments)
 
@@ -158,12 +201,15 @@ def feedback_html(result: GradeResult) -> str:
     labs = all_labs()
     title = f"Feedback: {labs[result.lab].title}" if result.lab in labs else "Feedback"
     problems = [c for c in result.cells if c.kind != "given"]
-    return FEEDBACK.render(r=result, title=title, file_name=Path(result.file).name, problems=problems, fmt=_fmt)
+    return FEEDBACK.render(
+        r=result, title=title, file_name=Path(result.file).name, problems=problems, fmt=_fmt
+    )
 
 
 def _path_safe(text: str) -> str:
-    """A file name made from a student id or file name: no separators, no leading dot, no '..', at most
-    120 bytes; a name that had to be changed carries a hash of the original, so two never meet."""
+    """A file name made from a student id or file name: no separators, no leading dot, no '..', at
+    most 120 bytes; a name that had to be changed carries a hash of the original, so two never
+    meet."""
     return file_name(str(text))
 
 
@@ -172,16 +218,17 @@ def feedback_path(out_dir: Path, result: GradeResult) -> Path:
     return Path(out_dir) / "feedback" / _path_safe(result.student_id) / f"{_path_safe(name)}.html"
 
 
-# The ASCII punctuation that Markdown (CommonMark, GitHub's tables, autolinks and math) gives a meaning;
-# a backslash makes each literal. Punctuation without one (, ; ' " / ? %) is left as it is.
+# The ASCII punctuation that Markdown (CommonMark, GitHub's tables, autolinks and math) gives a
+# meaning; a backslash makes each literal. Punctuation without one (, ; ' " / ? %) is left as it is.
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:&$@=^])")
 
 
 def markdown_text(text: str, limit: int = 300) -> str:
-    """Student-made text as plain Markdown text: one line, every Markdown character backslash-escaped,
-    so that a CommonMark renderer shows the text as it is: no link, image,
-    ``javascript:`` URL, raw HTML or entity survives, and nothing is escaped twice (``'`` stays ``'``).
-    Control characters and bytes that are not UTF-8 are :func:`~autograder.names.escaped` first."""
+    """Student-made text as plain Markdown text: one line, every Markdown character
+    backslash-escaped, so that a CommonMark renderer shows the text as it is: no link, image,
+    ``javascript:`` URL, raw HTML or entity survives, and nothing is escaped twice (``'`` stays
+    ``'``). Control characters and bytes that are not UTF-8 are :func:`~autograder.names.escaped`
+    first."""
     text = terminal(text)[:limit]
     return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
 
@@ -204,7 +251,8 @@ class Painter:
         self.drawing: tuple | None = None  # (rows, out_dir) of the report under way
 
     def start(self, results: list[GradeResult], out_dir: Path) -> None:
-        """Start drawing the report of ``results`` (all of them) while this process does other work."""
+        """Start drawing the report of ``results`` (all of them) while this process does other
+        work."""
         from autograder.background import BackgroundLost
 
         try:
@@ -214,7 +262,8 @@ class Painter:
             pass
 
     def report(self, results: list[GradeResult], out_dir: Path) -> Path:
-        """The report of ``results``, drawn there (``BackgroundLost`` if it cannot be); then the process ends."""
+        """The report of ``results``, drawn there (``BackgroundLost`` if it cannot be); then the
+        process ends."""
         try:
             if self.drawing is not None and self.drawing != (len(results), Path(out_dir)):
                 self.background.result()  # started on other rows: drawn again
@@ -228,8 +277,8 @@ class Painter:
 
 
 def _warm_up() -> None:
-    """Draw and encode a small figure once, as the report will: the fonts, the text layout and the PNG
-    writer are loaded while the notebooks grade, not after the last one."""
+    """Draw and encode a small figure once, as the report will: the fonts, the text layout and the
+    PNG writer are loaded while the notebooks grade, not after the last one."""
     import io
 
     from matplotlib.figure import Figure
@@ -262,36 +311,66 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     graded = [r for r in results if r.status == GRADED]
     missing = [r for r in results if r.status == MISSING]
-    lines = ["# Class report", "", f"{plural(len(results) - len(missing), 'file')}, {len(graded)} graded"
-             + (f"; {plural(len(missing), 'missing hand-in')} (roster students without a file for a lab)" if missing else "")
-             + ".", ""]
+    lines = [
+        "# Class report",
+        "",
+        f"{plural(len(results) - len(missing), 'file')}, {len(graded)} graded"
+        + (
+            f"; {plural(len(missing), 'missing hand-in')} (roster students without a file for a "
+            "lab)"
+            if missing
+            else ""
+        )
+        + ".",
+        "",
+    ]
     earlier = getattr(results, "earlier", 0)
     if earlier:
-        lines += [f"This folder's gradebook also holds {plural(earlier, 'result')} of earlier batches whose files were "
-                  f"not in this one: their rows are here too, as in grades.csv.", ""]
+        lines += [
+            f"This folder's gradebook also holds {plural(earlier, 'result')} of earlier batches "
+            "whose files were not in this one: their rows are here too, as in grades.csv.",
+            "",
+        ]
     statuses = Counter(r.status for r in results)
-    lines += ["| status | files |", "|---|---|"] + [f"| {markdown_text(s)} | {n} |" for s, n in statuses.most_common()] + [""]
+    lines += (
+        ["| status | files |", "|---|---|"]
+        + [f"| {markdown_text(s)} | {n} |" for s, n in statuses.most_common()]
+        + [""]
+    )
     isolation = Counter(r.isolation or "unknown" for r in graded)
     lines += ["How the student kernels were isolated (see docs/SECURITY.md):", "",
               "| isolation | graded files |", "|---|---|"]
-    lines += [f"| {markdown_text(kind)} | {n} |" for kind, n in isolation.most_common()] or ["| (no file graded) | 0 |"]
+    lines += [f"| {markdown_text(kind)} | {n} |" for kind, n in isolation.most_common()] or [
+        "| (no file graded) | 0 |"
+    ]
     lines.append("")
     if missing:
         lines += ["Missing (on the roster, no file for the lab):", ""]
         for lab_id in sorted({r.lab for r in missing}):
             students = sorted(r.student_id for r in missing if r.lab == lab_id)
-            lines.append(f"* {markdown_text(lab_id)} ({len(students)}): " + ", ".join(markdown_text(s) for s in students))
+            lines.append(
+                f"* {markdown_text(lab_id)} ({len(students)}): "
+                + ", ".join(markdown_text(s) for s in students)
+            )
         lines.append("")
     adjusted = [r for r in results if r.adjustments]
     if adjusted:
-        lines += [f"Changed by hand in formgrader (the scores below count them; grades.csv's adjusted column): "
-                  f"{len(adjusted)} submission(s).", ""]
-        lines += [f"* {markdown_text(r.student_id)}, {markdown_text(r.lab)}: {markdown_text(adjusted_text(r))}"
-                  for r in adjusted] + [""]
+        lines += [
+            "Changed by hand in formgrader (the scores below count them; grades.csv's adjusted "
+            f"column): {len(adjusted)} submission(s).",
+            "",
+        ]
+        lines += [
+            f"* {markdown_text(r.student_id)}, {markdown_text(r.lab)}: "
+            f"{markdown_text(adjusted_text(r))}"
+            for r in adjusted
+        ] + [""]
     identity = [r for r in results if r.identity]
     if identity:
         lines += ["Who handed in what (from the export names or the roster):", ""]
-        lines += [f"* {markdown_text(Path(r.file).name)}: {markdown_text(r.identity)}" for r in identity] + [""]
+        lines += [
+            f"* {markdown_text(Path(r.file).name)}: {markdown_text(r.identity)}" for r in identity
+        ] + [""]
     from matplotlib.figure import Figure  # no pyplot: no GUI backend is looked for
     from matplotlib.ticker import MaxNLocator
 
@@ -302,24 +381,50 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
         lab = all_labs()[lab_id]
         mine = [r for r in graded if r.lab == lab_id]
         scores = [r.score for r in mine]
-        axes[row][0].hist(scores, bins=range(0, int(lab.max_score) + 2), color="#4c72b0", edgecolor="white", align="left")
+        axes[row][0].hist(
+            scores,
+            bins=range(0, int(lab.max_score) + 2),
+            color="#4c72b0",
+            edgecolor="white",
+            align="left",
+        )
         axes[row][0].set(xlabel=f"score (of {lab.max_score:g})", ylabel="students")
         axes[row][0].set_title(f"{lab.title}\ntotal score", fontsize=10)
         axes[row][0].yaxis.set_major_locator(MaxNLocator(integer=True))
-        share = [sum(r.parts[p.part_id].score >= p.points for r in mine) / len(mine) for p in lab.parts]
+        share = [
+            sum(r.parts[p.part_id].score >= p.points for r in mine) / len(mine) for p in lab.parts
+        ]
         axes[row][1].bar([p.part_id for p in lab.parts], share, color="#55a868")
         axes[row][1].set(ylim=(0, 1), ylabel="share of students")
         axes[row][1].set_title(f"{lab.lab_id}: full marks, per part", fontsize=10)
         # each part name ends under its bar, so a long one stays inside the figure
-        axes[row][1].set_xticks(range(len(lab.parts)), [p.part_id for p in lab.parts], rotation=30, ha="right",
-                                rotation_mode="anchor")
-        lines += [f"## {lab.title} ({len(mine)} graded, mean {sum(scores) / len(scores):.2f} / {lab.max_score:g})", "",
-                  "| part | full marks | missed by |", "|---|---|---|"]
+        axes[row][1].set_xticks(
+            range(len(lab.parts)),
+            [p.part_id for p in lab.parts],
+            rotation=30,
+            ha="right",
+            rotation_mode="anchor",
+        )
+        lines += [
+            f"## {lab.title} ({len(mine)} graded, mean {sum(scores) / len(scores):.2f} / "
+            f"{lab.max_score:g})",
+            "",
+            "| part | full marks | missed by |",
+            "|---|---|---|",
+        ]
         for part, fraction in sorted(zip(lab.parts, share), key=lambda item: item[1]):
-            lines.append(f"| {part.part_id} | {fraction:.0%} | {plural(round((1 - fraction) * len(mine)), 'student')} |")
-        failures = Counter((pid, p.message) for r in mine for pid, p in r.parts.items() if not p.passed)
+            lines.append(
+                f"| {part.part_id} | {fraction:.0%} | "
+                f"{plural(round((1 - fraction) * len(mine)), 'student')} |"
+            )
+        failures = Counter(
+            (pid, p.message) for r in mine for pid, p in r.parts.items() if not p.passed
+        )
         lines += ["", "Most common failure messages:", ""]
-        lines += [f"1. **{pid}** ({n}×): {markdown_text(message)}" for (pid, message), n in failures.most_common(5)] or ["(none)"]
+        lines += [
+            f"1. **{pid}** ({n}×): {markdown_text(message)}"
+            for (pid, message), n in failures.most_common(5)
+        ] or ["(none)"]
         lines.append("")
     figure.tight_layout()
     png = out_dir / "scores.png"
