@@ -1,4 +1,5 @@
-"""The result of grading one file: one typed record from the grader to the batch, the reports and the gradebook.
+"""The result of grading one file: one typed record from the grader to the batch, the reports and
+the gradebook.
 
 A :class:`GradeResult` travels as it is between processes (pickled by the local workers, Dask and
 the background helpers) and as plain JSON data in ``OUT/results/*.json`` and Gradescope's runner.
@@ -27,8 +28,23 @@ NOT_ON_ROSTER = "not_on_roster"
 NO_NOTEBOOK = "no_notebook"  # Gradescope: the submission holds no notebook, or more than one
 NOT_A_REGULAR_FILE = "not_a_regular_file"  # a symbolic or hard link, a FIFO, a device: never opened
 MISSING = "missing"  # a roster student with no file for a lab the batch grades
-STATUSES = frozenset({GRADED, GRADER_ERROR, WORKER_LOST, EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB,
-                      TOO_LARGE, DUPLICATE, NOT_ON_ROSTER, NO_NOTEBOOK, NOT_A_REGULAR_FILE, MISSING})
+STATUSES = frozenset(
+    {
+        GRADED,
+        GRADER_ERROR,
+        WORKER_LOST,
+        EMPTY,
+        INVALID_JSON,
+        NOT_A_NOTEBOOK,
+        UNKNOWN_LAB,
+        TOO_LARGE,
+        DUPLICATE,
+        NOT_ON_ROSTER,
+        NO_NOTEBOOK,
+        NOT_A_REGULAR_FILE,
+        MISSING,
+    }
+)
 
 
 # Everything done for the file (decoding, checking, reports included) was still running when
@@ -46,9 +62,11 @@ class Verdict(str, enum.Enum):
     ``grade.Redactor``), never from a message's text."""
 
     PASSED = "passed"
-    FAILED_CHECK = "failed_check"  # an assert of the hidden tests: its message is rendered from their source
+    # an assert of the hidden tests: its message is rendered from their source
+    FAILED_CHECK = "failed_check"
     TOO_SLOW = "too_slow"  # a speed check: the grader's measurements
-    RAISED = "raised"  # the student's function raised: the function and the class, never the message
+    # the student's function raised: the function and the class, never the message
+    RAISED = "raised"
     DID_NOT_FINISH = "did_not_finish"  # a call ran out of its time
     OUT_OF_TIME = "out_of_time"  # the part's or the notebook's time was used up
     KERNEL_DIED = "kernel_died"
@@ -59,7 +77,8 @@ class Verdict(str, enum.Enum):
 
 @dataclass(frozen=True)
 class PartScore:
-    """One graded part: its points, the hidden tests' message, and what the notebook's own check printed."""
+    """One graded part: its points, the hidden tests' message, and what the notebook's own check
+    printed."""
 
     part_id: str
     score: float
@@ -75,7 +94,8 @@ class PartScore:
 
 @dataclass(frozen=True)
 class IntegrityEvent:
-    """Something intake or repair did to the notebook's structure (converted, restored, moved, added...)."""
+    """Something intake or repair did to the notebook's structure (converted, restored, moved,
+    added...)."""
 
     event: str
     cell: str
@@ -84,7 +104,8 @@ class IntegrityEvent:
 
 @dataclass(frozen=True)
 class CellEvent:
-    """A cell that did not run cleanly (or the feedback run that was skipped), as the student is shown it."""
+    """A cell that did not run cleanly (or the feedback run that was skipped), as the student is
+    shown it."""
 
     cell: str
     kind: str  # given | answer | added | feedback
@@ -94,18 +115,21 @@ class CellEvent:
 
 @dataclass(frozen=True)
 class Adjustment:
-    """What a person changed by hand in nbgrader's gradebook (formgrader): a part's score, or a comment
-    on a cell. Never made by the autograder; applied to a result when its reports are written."""
+    """What a person changed by hand in nbgrader's gradebook (formgrader): a part's score, or a
+    comment on a cell. Never made by the autograder; applied to a result when its reports are
+    written."""
 
     cell: str  # a part's id (a score) or an answer cell's id (a comment)
     auto_score: float | None = None  # what the autograder gave the part
-    score: float | None = None  # what the part counts now (manual score plus extra credit); None: a comment only
+    # what the part counts now (manual score plus extra credit); None: a comment only
+    score: float | None = None
     comment: str = ""
 
 
 @dataclass(frozen=True)
 class GradeResult:
-    """One file's row. ``score``, ``max_score``, ``parts`` and ``isolation`` are set once it is graded."""
+    """One file's row. ``score``, ``max_score``, ``parts`` and ``isolation`` are set once it is
+    graded."""
 
     student_id: str
     file: str
@@ -122,10 +146,14 @@ class GradeResult:
     isolation: str | None = None  # how the student's kernel was isolated
     restarts: int = 0  # kernel restarts it took
     kernels: int = 0  # kernels it took: 1, or 2 when hidden tests had to run at their cells' places
-    traceback: str | None = None  # the grader's own, for the instructor, when status is grader_error
-    identity: str = ""  # set by the batch: who handed the file in, when the export names needed telling apart
-    sources: str | None = None  # set by the batch: the digest of the course files it was graded with
-    adjustments: list[Adjustment] = field(default_factory=list)  # set for reports: changes made by hand in the gradebook
+    # the grader's own, for the instructor, when status is grader_error
+    traceback: str | None = None
+    # set by the batch: who handed the file in, when the export names needed telling apart
+    identity: str = ""
+    # set by the batch: the digest of the course files it was graded with
+    sources: str | None = None
+    # set for reports: changes made by hand in the gradebook
+    adjustments: list[Adjustment] = field(default_factory=list)
 
     @property
     def graded(self) -> bool:
@@ -172,12 +200,19 @@ def _decode(kind, value, where: str):
         unknown = sorted(str(key) for key in value if key not in fields)
         if unknown:
             raise MalformedResult(f"{where}: unknown field(s) {', '.join(unknown)}")
-        missing = [name for name, f in fields.items() if name not in value
-                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        missing = [
+            name
+            for name, f in fields.items()
+            if name not in value
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        ]
         if missing:
             raise MalformedResult(f"{where}: missing field(s) {', '.join(missing)}")
         build = typing.cast(typing.Callable[..., object], kind)
-        return build(**{name: _decode(hints[name], item, f"{where}.{name}") for name, item in value.items()})
+        return build(
+            **{name: _decode(hints[name], item, f"{where}.{name}") for name, item in value.items()}
+        )
     if origin is dict:
         if not isinstance(value, dict):
             raise MalformedResult(f"{where}: expected an object, got {type(value).__name__}")
@@ -185,14 +220,21 @@ def _decode(kind, value, where: str):
     if origin is list:
         if not isinstance(value, list):
             raise MalformedResult(f"{where}: expected a list, got {type(value).__name__}")
-        return [_decode(arguments[0], item, f"{where}[{index}]") for index, item in enumerate(value)]
+        return [
+            _decode(arguments[0], item, f"{where}[{index}]") for index, item in enumerate(value)
+        ]
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
         try:
             return kind(value)
         except ValueError:
-            raise MalformedResult(f"{where}: {str(value)[:40]!r} is not a {kind.__name__}") from None
-    # bool is an int to Python but not a number here; an int is a float (kept as it is: 2 stays 2 in grades.csv)
+            raise MalformedResult(
+                f"{where}: {str(value)[:40]!r} is not a {kind.__name__}"
+            ) from None
+    # bool is an int to Python but not a number here; an int is a float (kept as it is: 2 stays 2 in
+    # grades.csv)
     accepted = {float: (int, float), int: (int,), str: (str,)}[kind]
     if isinstance(value, bool) or not isinstance(value, accepted):
-        raise MalformedResult(f"{where}: expected {kind.__name__}, got {type(value).__name__} {str(value)[:40]!r}")
+        raise MalformedResult(
+            f"{where}: expected {kind.__name__}, got {type(value).__name__} {str(value)[:40]!r}"
+        )
     return value
