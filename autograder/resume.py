@@ -35,7 +35,9 @@ def load_key(path: Path | None = None) -> bytes:
         # Written in full beside it, then linked into place: a grader starting at the same moment
         # finds either no key or the whole key, never an empty file to sign with.
         written = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        with os.fdopen(os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+        with os.fdopen(
+            os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb"
+        ) as handle:
             handle.write(secrets.token_hex(32).encode())
         try:
             os.link(written, path)
@@ -47,7 +49,9 @@ def load_key(path: Path | None = None) -> bytes:
 
 
 def _body(data: dict) -> bytes:
-    return json.dumps({k: v for k, v in data.items() if k != CHECKSUM}, sort_keys=True, ensure_ascii=True).encode()
+    return json.dumps(
+        {k: v for k, v in data.items() if k != CHECKSUM}, sort_keys=True, ensure_ascii=True
+    ).encode()
 
 
 def sign(data: dict, key: bytes) -> dict:
@@ -62,16 +66,16 @@ def signed(result: GradeResult, key: bytes) -> dict:
 
 
 def unsigned(data: dict) -> GradeResult:
-    """The result a result file's data holds, checksum not checked (to read a finished run's results,
-    never to resume one); raises ``MalformedResult``."""
+    """The result a result file's data holds, checksum not checked (to read a finished run's
+    results, never to resume one); raises ``MalformedResult``."""
     if not isinstance(data, dict):
         raise MalformedResult(f"result: expected an object, got {type(data).__name__}")
     return GradeResult.from_json({k: v for k, v in data.items() if k != CHECKSUM})
 
 
 def authentic(saved: object, key: bytes) -> GradeResult | None:
-    """The result ``saved`` (a parsed result file) holds, if this grader signed it (under ``key``) and it
-    is well formed; else None. What a later batch reports of an earlier one (ledger.py)."""
+    """The result ``saved`` (a parsed result file) holds, if this grader signed it (under ``key``)
+    and it is well formed; else None. What a later batch reports of an earlier one (ledger.py)."""
     if not isinstance(saved, dict) or not isinstance(saved.get(CHECKSUM), str):
         return None
     try:
