@@ -1,15 +1,17 @@
 """Start an IPython kernel for grading, behind a boundary the student's code cannot cross.
 
-Copied, with ``isolation.py`` beside it (as ``autograder_isolation.py``), into a folder the kernel can
-neither write nor read, and run as a script: the kernel never has the autograder on its path.
+Copied, with ``isolation.py`` beside it (as ``autograder_isolation.py``), into a folder the kernel
+can neither write nor read, and run as a script: the kernel never has the autograder on its path.
 
-``boundary`` mode (Linux with Landlock; the grader probes it first, see ``kernel.isolation_status``):
+``boundary`` mode (Linux with Landlock; the grader probes it first, see
+``kernel.isolation_status``):
 
-1. this process (the one jupyter_client started) joins the kernel's cgroups (memory and processes
-   of the kernel and all its children together, where the grader could make them), enters new mount, PID, network, IPC and UTS
-   namespaces (a user namespace first when not root) and forks: the child is process 1 of the new
-   PID namespace, so when it ends, every process the notebook started ends with it; the child
-   also dies with this process (``PR_SET_PDEATHSIG``), which is the one jupyter_client kills;
+1. this process (the one jupyter_client started) joins the kernel's cgroups (memory and processes of
+   the kernel and all its children together, where the grader could make them), enters new mount,
+   PID, network, IPC and UTS namespaces (a user namespace first when not root) and forks: the child
+   is process 1 of the new PID namespace, so when it ends, every process the notebook started ends
+   with it; the child also dies with this process (``PR_SET_PDEATHSIG``), which is the one
+   jupyter_client kills;
 2. the child makes its mounts private and pivots into a root file system of its own (a tmpfs): the
    Python installation, system libraries and the lab's data bound read-only at their own paths,
    its socket folder, a few devices, its own ``/proc`` (its own processes only), and a
@@ -41,11 +43,14 @@ def _inside(path, roots):
 
 def _deepest(path, roots):
     """The length of the longest of ``roots`` that holds ``path`` (0: none does)."""
-    return max((len(root) for root in roots if path == root or path.startswith(root + os.sep)), default=0)
+    return max(
+        (len(root) for root in roots if path == root or path.startswith(root + os.sep)), default=0
+    )
 
 
 def install_fence(settings):
-    """The Python-level fence: a memory cap and an audit hook (``sys.addaudithook`` cannot be removed)."""
+    """The Python-level fence: a memory cap and an audit hook (``sys.addaudithook`` cannot be
+    removed)."""
     memory = int(settings.memory_bytes)
     if memory > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -57,7 +62,15 @@ def install_fence(settings):
         raise PermissionError(f"not allowed while grading: {what}")
 
     def audit(event, args):
-        if event in ("open", "os.listdir", "os.scandir", "os.chdir", "os.remove", "os.rename", "shutil.rmtree"):
+        if event in (
+            "open",
+            "os.listdir",
+            "os.scandir",
+            "os.chdir",
+            "os.remove",
+            "os.rename",
+            "shutil.rmtree",
+        ):
             target = args[0] if args else None
             if isinstance(target, int) or target is None:
                 return
@@ -67,9 +80,19 @@ def install_fence(settings):
             # the nearer folder decides: the course inside an allowed installation stays denied
             if _deepest(path, denied) > _deepest(path, allowed):
                 refuse(f"{event} {target}")
-            if path.startswith("/proc/") and not path.startswith(("/proc/self", f"/proc/{own_pid}")):
+            if path.startswith("/proc/") and not path.startswith(
+                ("/proc/self", f"/proc/{own_pid}")
+            ):
                 refuse(f"{event} {target}")
-        elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "pty.spawn"):
+        elif event in (
+            "subprocess.Popen",
+            "os.system",
+            "os.exec",
+            "os.posix_spawn",
+            "os.spawn",
+            "os.fork",
+            "pty.spawn",
+        ):
             refuse(event)
         elif event in ("os.kill", "os.killpg") and args and args[0] not in (own_pid, 0):
             refuse(event)
@@ -80,26 +103,36 @@ def install_fence(settings):
 def landlock_rules(settings, own_proc):
     iso = autograder_isolation
     rules = iso.rules_excluding(settings.read_only, iso.READ_ONLY, settings.denied)
-    rules += [(settings.workdir, iso.READ_WRITE), (settings.sockets_dir, iso.SOCKETS_ONLY),
-              (settings.connection_file, iso.ACCESS_FS_READ_FILE),
-              ("/dev/null", iso.ACCESS_FS_READ_FILE | iso.ACCESS_FS_WRITE_FILE | iso.ACCESS_FS_TRUNCATE),
-              ("/dev/zero", iso.ACCESS_FS_READ_FILE), ("/dev/urandom", iso.ACCESS_FS_READ_FILE),
-              ("/dev/random", iso.ACCESS_FS_READ_FILE), ("/sys/devices/system/cpu", iso.READ_ONLY),
-              ("/proc" if own_proc else "/proc/self", iso.READ_ONLY)]
+    rules += [
+        (settings.workdir, iso.READ_WRITE),
+        (settings.sockets_dir, iso.SOCKETS_ONLY),
+        (settings.connection_file, iso.ACCESS_FS_READ_FILE),
+        ("/dev/null", iso.ACCESS_FS_READ_FILE | iso.ACCESS_FS_WRITE_FILE | iso.ACCESS_FS_TRUNCATE),
+        ("/dev/zero", iso.ACCESS_FS_READ_FILE),
+        ("/dev/urandom", iso.ACCESS_FS_READ_FILE),
+        ("/dev/random", iso.ACCESS_FS_READ_FILE),
+        ("/sys/devices/system/cpu", iso.READ_ONLY),
+        ("/proc" if own_proc else "/proc/self", iso.READ_ONLY),
+    ]
     return rules
 
 
 def enter_boundary(settings, parent_alive_fd):
     """Run in process 1 of the new PID namespace: every step of the boundary, in order. Returns what
-    was applied, in the words of grades.csv's ``isolation`` column (``landlock-abi7+seccomp+...``)."""
+    was applied, in the words of grades.csv's ``isolation`` column
+    (``landlock-abi7+seccomp+...``)."""
     iso = autograder_isolation
     uid, gid = settings.uid, settings.gid
     workdir, new_root = settings.workdir, settings.root_dir
     iso.make_mounts_private()
     # A root file system of its own: the allowed folders only, so that no other file, and no Unix
     # socket of the machine (Landlock cannot refuse connecting to one), exists for the kernel.
-    iso.build_root(new_root, settings.read_only + ["/sys/devices/system/cpu", settings.connection_file],
-                   read_write=[settings.sockets_dir], devices=DEVICES)
+    iso.build_root(
+        new_root,
+        settings.read_only + ["/sys/devices/system/cpu", settings.connection_file],
+        read_write=[settings.sockets_dir],
+        devices=DEVICES,
+    )
     iso.mount_private_tmpfs(new_root + workdir, int(settings.disk_bytes), uid, gid)
     own_proc = True
     try:
@@ -124,13 +157,21 @@ def enter_boundary(settings, parent_alive_fd):
     missing = []
     try:
         iso.install_seccomp_filter()
-    except OSError as error:  # no table for this architecture, or a kernel (or emulator) without seccomp filters
+    # no table for this architecture, or a kernel (or emulator) without seccomp filters
+    except OSError as error:
         missing.append(f"no seccomp: {error.strerror or error}")
     abi = iso.restrict_filesystem_and_network(landlock_rules(settings, own_proc))
     os.chdir(workdir)
-    applied = [f"landlock-abi{abi}", "seccomp" if not missing and _seccomp_mode() in (2, None) else "", "netns", "pidns",
-               "uid" if uid is not None else "userns"]
-    return "+".join(part for part in applied if part) + (f" ({'; '.join(missing)})" if missing else "")
+    applied = [
+        f"landlock-abi{abi}",
+        "seccomp" if not missing and _seccomp_mode() in (2, None) else "",
+        "netns",
+        "pidns",
+        "uid" if uid is not None else "userns",
+    ]
+    return "+".join(part for part in applied if part) + (
+        f" ({'; '.join(missing)})" if missing else ""
+    )
 
 
 def _seccomp_mode():
@@ -153,7 +194,8 @@ def run_kernel(settings):
     os.environ.pop("JPY_PARENT_PID", None)  # process 1 has no parent to poll
     if settings.mode != "boundary":
         uid = settings.uid
-        if uid is not None:  # the fence as root: a uid of its own, which cannot read the grader's private files
+        # the fence as root: a uid of its own, which cannot read the grader's private files
+        if uid is not None:
             autograder_isolation.drop_to_user(uid, settings.gid)
             autograder_isolation.set_no_new_privs()
         os.environ[APPLIED] = "fence" + ("+uid" if uid is not None else "")
@@ -208,7 +250,9 @@ def _relay(source_fd, limit=KERNEL_LOG_BYTES):
 
 
 def main():
-    settings = autograder_isolation.LauncherSettings.decode(os.environ.pop(autograder_isolation.LauncherSettings.VARIABLE))
+    settings = autograder_isolation.LauncherSettings.decode(
+        os.environ.pop(autograder_isolation.LauncherSettings.VARIABLE)
+    )
     if settings.mode != "boundary":
         run_kernel(settings)
         return
@@ -226,7 +270,12 @@ def main():
         try:
             applied = enter_boundary(settings, parent_alive)
         except BaseException as error:  # say why in the kernel log; the grader sees the kernel die
-            print(f"autograder sandbox: could not enter the boundary: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+            print(
+                f"autograder sandbox: could not enter the boundary: {type(error).__name__}: "
+                f"{error}",
+                file=sys.stderr,
+                flush=True,
+            )
             os._exit(71)
         os.environ[APPLIED] = applied
         # The log file (outside the boundary) stays the launcher's: the kernel's own stdout and
@@ -272,10 +321,11 @@ def preload(names):
 
 
 def zygote():
-    """Serve "start a kernel" requests (one JSON line each on stdin: argv, env, cwd, log, preload) by
-    forking this process, which has imported ipykernel and what the labs import (:func:`preload`)
-    and nothing of the grader; answer each with the new process's pid (0: start it yourself). The child is a fresh launcher: it runs :func:`main` as if started by jupyter_client.
-    Ends when stdin closes (its grader is gone)."""
+    """Serve "start a kernel" requests (one JSON line each on stdin: argv, env, cwd, log, preload)
+    by forking this process, which has imported ipykernel and what the labs import (:func:`preload`)
+    and nothing of the grader; answer each with the new process's pid (0: start it yourself). The
+    child is a fresh launcher: it runs :func:`main` as if started by jupyter_client. Ends when stdin
+    closes (its grader is gone)."""
     import traceback
 
     # Ends with its grader, even one killed with SIGKILL (stdin's EOF is not enough then: a grader's
@@ -286,11 +336,30 @@ def zygote():
         sys.exit(0)
     # ipykernel and what its kernel imports as it starts (measured: the modules a started kernel has
     # that `import ipykernel.kernelapp` alone does not load)
-    if not preload(["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "IPython.core.debugger",
-                    "IPython.core.completerlib", "IPython.core.logger", "IPython.core.oinspect",
-                    "IPython.extensions.storemagic", "IPython.utils.wildcard", "tornado.platform.asyncio",
-                    "tornado.queues", "tornado.locks", "tornado.gen", "ctypes.util", "faulthandler"]):
-        print("autograder zygote: a thread is running after importing ipykernel; refusing to fork", file=sys.stderr, flush=True)
+    if not preload(
+        [
+            "ipykernel.kernelapp",
+            "ipykernel.ipkernel",
+            "ipykernel.zmqshell",
+            "IPython.core.debugger",
+            "IPython.core.completerlib",
+            "IPython.core.logger",
+            "IPython.core.oinspect",
+            "IPython.extensions.storemagic",
+            "IPython.utils.wildcard",
+            "tornado.platform.asyncio",
+            "tornado.queues",
+            "tornado.locks",
+            "tornado.gen",
+            "ctypes.util",
+            "faulthandler",
+        ]
+    ):
+        print(
+            "autograder zygote: a thread is running after importing ipykernel; refusing to fork",
+            file=sys.stderr,
+            flush=True,
+        )
         sys.exit(3)
     def reap(*_):
         # Reaped here (not ignored) so that the kernels' CPU time counts towards this process's
@@ -310,18 +379,21 @@ def zygote():
     for line in commands:
         request = json.loads(line)
         if not preload(request.get("preload", [])):
-            replies.write(b"0\n")  # the grader starts this kernel the usual way; no more forks from here
+            # the grader starts this kernel the usual way; no more forks from here
+            replies.write(b"0\n")
             replies.flush()
             break
         # What is imported so far (this request's imports too) is shared with the kernel forked now:
-        # kept out of the collector's scans, it is neither walked nor written to (copy-on-write) by it.
+        # kept out of the collector's scans, it is neither walked nor written to (copy-on-write) by
+        # it.
         gc.freeze()
         pid = os.fork()
         if pid == 0:
             code = 1
             try:
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                autograder_isolation.die_with_parent(signal.SIGKILL)  # the zygote: it dies with its grader
+                # the zygote: it dies with its grader
+                autograder_isolation.die_with_parent(signal.SIGKILL)
                 if os.getppid() != zygote_pid:
                     os._exit(0)
                 os.setsid()  # its own process group, as jupyter_client gives a kernel it starts
