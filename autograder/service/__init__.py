@@ -3,18 +3,20 @@
 One command (``serve``) starts a web process (FastAPI on uvicorn) and a grading process. They share
 nothing but the database (SQLAlchemy: an SQLite file by default, PostgreSQL by URL), which is also
 the queue: a submission is a row, a grading process claims it, grades it with the engine's own
-``grade_file`` behind the same kernel boundary, and writes the one :class:`~autograder.result.GradeResult`
-back. Like the rest of the engine it knows nothing about a course: it receives the course as the
-one ``Course`` object (``autograder.course``).
+``grade_file`` behind the same kernel boundary, and writes the one
+:class:`~autograder.result.GradeResult` back. Like the rest of the engine it knows nothing about a
+course: it receives the course as the one ``Course`` object (``autograder.course``).
 
     settings.py     ServiceSettings: the one settings object
     database.py     the engine from a URL, sessions, migrations (alembic: migrations/)
     models.py       the tables: students, tokens, accounts, web sessions, submissions, graders
     tokens.py       students' personal tokens (hashed at rest), instructor and TA accounts
-    auth.py         who is calling: bearer tokens, web sessions (started by a token, a password or an LTI launch); CSRF
+    auth.py         who is calling: bearer tokens, web sessions (started by a token, a password or
+                    an LTI launch); CSRF
     submissions.py  taking a submission in: intake, deadlines, rate limit, one at a time
     queue.py        the durable queue: claim, finish, retry once, orphans of a dead grader
-    results.py      stored results as GradeResults: each attempt, the counted one, grades.csv, gradebook
+    results.py      stored results as GradeResults: each attempt, the counted one, grades.csv,
+                    gradebook
     grader.py       the grading process: local grading processes or a Dask cluster
     uploads.py      the upload cap, enforced while the body streams in
     app.py          the web application: routers, middleware, security headers
@@ -22,5 +24,6 @@ one ``Course`` object (``autograder.course``).
     notebook.py     the Submit cell and its helper, added to the student notebooks at release
     submit_helper.py  the helper's code (standard library only), as the notebooks carry it
     cli.py          serve, tokens, accounts, lti-keys
-    lti/            LTI 1.3: an LMS launches the service, the gradebook gets the counted attempts' scores
+    lti/            LTI 1.3: an LMS launches the service, the gradebook gets the counted attempts'
+                    scores
 """
