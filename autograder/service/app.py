@@ -25,8 +25,11 @@ log = logging.getLogger("autograder.service")
 TEMPLATES = Path(__file__).parent / "templates"
 
 # Pages run no script at all; the feedback page is shown sandboxed, as a document of its own origin.
-PAGE_POLICY = ("default-src 'self'; script-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-               "frame-src 'self'; frame-ancestors 'self'; form-action 'self'; base-uri 'none'; object-src 'none'")
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' "
+    "data:; frame-src 'self'; frame-ancestors 'self'; form-action 'self'; base-uri 'none'; "
+    "object-src 'none'"
+)
 FEEDBACK_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox"
 
 
@@ -41,8 +44,8 @@ class GraderKeeper:
         os.set_blocking(self.writer.fileno(), False)
         self.process = None
         self.stopping = threading.Event()
-        # The grading process dies with the thread that started it (PR_SET_PDEATHSIG), so this thread
-        # lives as long as the server.
+        # The grading process dies with the thread that started it (PR_SET_PDEATHSIG), so this
+        # thread lives as long as the server.
         self.thread = threading.Thread(target=self._keep, name="grader-keeper", daemon=True)
 
     def start(self) -> None:
@@ -51,8 +54,12 @@ class GraderKeeper:
     def _keep(self) -> None:
         while not self.stopping.is_set():
             started = time.monotonic()
-            self.process = self.context.Process(target=grader.main, args=(self.settings, self.reader),
-                                                name="autograder-grader", daemon=False)
+            self.process = self.context.Process(
+                target=grader.main,
+                args=(self.settings, self.reader),
+                name="autograder-grader",
+                daemon=False,
+            )
             self.process.start()
             while self.process.is_alive() and not self.stopping.is_set():
                 self.process.join(0.5)
@@ -81,19 +88,22 @@ class GraderKeeper:
 
 
 def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
-    """The application; ``grade=False``: no grading process (a web process beside graders run elsewhere)."""
+    """The application; ``grade=False``: no grading process (a web process beside graders run
+    elsewhere)."""
     from autograder.service.routes import api, dashboard, student
 
     db = Database(settings.db_url)
     keeper = GraderKeeper(settings) if grade else None
     lti = poster = None
-    if settings.lti_config is not None:  # LTI 1.3 (docs/LTI.md): the LMS's routes, and scores posted to its gradebook
+    # LTI 1.3 (docs/LTI.md): the LMS's routes, and scores posted to its gradebook
+    if settings.lti_config is not None:
         from autograder.service.lti import scores, tool
 
         lti = tool.load(settings.lti_config)
         poster = scores.ScorePoster(db, lti, settings.counted)
 
-    scratch = tempfile.TemporaryDirectory(prefix="autograder-service-")  # the dashboard's drawings, downloads
+    # the dashboard's drawings, downloads
+    scratch = tempfile.TemporaryDirectory(prefix="autograder-service-")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -111,12 +121,22 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
             db.close()
             scratch.cleanup()
 
-    app = FastAPI(title="Autograder service", version="1",
-                  description="Hand in a notebook and get its grade and feedback in seconds. See docs/SERVICE.md.",
-                  lifespan=lifespan)
-    app.state.settings, app.state.db, app.state.scratch, app.state.lti = settings, db, Path(scratch.name), lti
+    app = FastAPI(
+        title="Autograder service",
+        version="1",
+        description="Hand in a notebook and get its grade and feedback in seconds. See "
+                    "docs/SERVICE.md.",
+        lifespan=lifespan,
+    )
+    app.state.settings, app.state.db, app.state.scratch, app.state.lti = (
+        settings,
+        db,
+        Path(scratch.name),
+        lti,
+    )
     app.state.wake = keeper.wake if keeper is not None else (lambda: None)
-    # Pluggable sign-in: who a request is from. An LTI launch route adds nothing here: it starts a web session.
+    # Pluggable sign-in: who a request is from. An LTI launch route adds nothing here: it starts a
+    # web session.
     app.state.api_auth = [bearer_token]
     app.state.web_auth = [session_cookie]
     app.state.templates = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True)
@@ -130,7 +150,8 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
         response.headers.setdefault("Cache-Control", "no-store")
         if request.url.path not in ("/docs", "/redoc"):
             response.headers.setdefault("Content-Security-Policy", PAGE_POLICY)
-            if "frame-ancestors *" not in response.headers["Content-Security-Policy"]:  # the LTI pages an LMS frames
+            # the LTI pages an LMS frames
+            if "frame-ancestors *" not in response.headers["Content-Security-Policy"]:
                 response.headers.setdefault("X-Frame-Options", "SAMEORIGIN")
         if settings.tls:
             response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
@@ -138,8 +159,11 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
 
     @app.exception_handler(TooLarge)
     async def too_large(request: Request, _error: TooLarge):
-        return JSONResponse({"detail": too_large_message(settings.max_upload_bytes), "status": "file_too_large"},
-                            status_code=413, headers={"Connection": "close"})
+        return JSONResponse(
+            {"detail": too_large_message(settings.max_upload_bytes), "status": "file_too_large"},
+            status_code=413,
+            headers={"Connection": "close"},
+        )
 
     app.include_router(api.router)
     app.include_router(student.router)
