@@ -4,10 +4,11 @@ authenticators, and the web sessions and CSRF tokens of the pages.
 The API authenticates with ``Authorization: Bearer TOKEN`` only (no cookie: a page of another site
 cannot make a browser call it). Pages authenticate with a session cookie (``Secure``, ``HttpOnly``,
 ``SameSite=Lax``); a session is started by signing in with a token (students) or a password
-(instructors, TAs), and by any other sign-in the service is given: an LTI 1.3 launch (routes/lti.py) verifies
-its signed message, finds the roster entry and calls :func:`start_session` with ``via="lti"``.
-Every form that changes something carries the session's CSRF token; the sign-in forms, before a
-session exists, a double-submit cookie's. A form whose ``Origin`` is another site is refused too.
+(instructors, TAs), and by any other sign-in the service is given: an LTI 1.3 launch (routes/lti.py)
+verifies its signed message, finds the roster entry and calls :func:`start_session` with
+``via="lti"``. Every form that changes something carries the session's CSRF token; the sign-in
+forms, before a session exists, a double-submit cookie's. A form whose ``Origin`` is another site is
+refused too.
 """
 from __future__ import annotations
 
@@ -55,7 +56,9 @@ def bearer_token(request, db: Database) -> Principal | None:
         return None
     with db.reading() as session:
         student = tokens.student_of(session, token.strip())
-        return Principal(STUDENT, student.student_id, "token", name=student.name) if student else None
+        return (
+            Principal(STUDENT, student.student_id, "token", name=student.name) if student else None
+        )
 
 
 def session_cookie(request, db: Database) -> Principal | None:
@@ -89,13 +92,25 @@ def _digest(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
-def start_session(db: Database, via: str, hours: float, student_id: str | None = None, username: str | None = None) -> str:
-    """A new web session for a student or an account; returns the cookie's value (only its hash is stored)."""
+def start_session(
+    db: Database, via: str, hours: float, student_id: str | None = None, username: str | None = None
+) -> str:
+    """A new web session for a student or an account; returns the cookie's value (only its hash is
+    stored)."""
     value = secrets.token_urlsafe(32)
     with db.writing() as session:
         session.execute(delete(WebSession).where(WebSession.expires_at < now()))
-        session.add(WebSession(digest=_digest(value), student_id=student_id, username=username, via=via,
-                               csrf=secrets.token_urlsafe(24), created_at=now(), expires_at=now() + timedelta(hours=hours)))
+        session.add(
+            WebSession(
+                digest=_digest(value),
+                student_id=student_id,
+                username=username,
+                via=via,
+                csrf=secrets.token_urlsafe(24),
+                created_at=now(),
+                expires_at=now() + timedelta(hours=hours),
+            )
+        )
     return value
 
 
@@ -105,8 +120,12 @@ def end_session(db: Database, value: str | None) -> None:
             session.execute(delete(WebSession).where(WebSession.digest == _digest(value)))
 
 
-def set_cookie(response, name: str, value: str, max_age: int | None, same_site: str = "lax") -> None:
-    response.set_cookie(name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite=same_site)
+def set_cookie(
+    response, name: str, value: str, max_age: int | None, same_site: str = "lax"
+) -> None:
+    response.set_cookie(
+        name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite=same_site
+    )
 
 
 def anonymous_csrf(request) -> str:
@@ -116,7 +135,8 @@ def anonymous_csrf(request) -> str:
 
 
 def same_origin(request) -> bool:
-    """False if the request says it comes from a page of another site (``Origin``, else ``Referer``)."""
+    """False if the request says it comes from a page of another site (``Origin``, else
+    ``Referer``)."""
     source = request.headers.get("origin") or request.headers.get("referer")
     if not source or source == "null":
         return source != "null"
@@ -128,5 +148,9 @@ def csrf_ok(request, submitted: str | None, principal: Principal | None) -> bool
     cookie's), and its origin, if said, is this site."""
     if not same_origin(request) or not submitted:
         return False
-    expected = principal.csrf if principal is not None and principal.csrf else request.cookies.get(CSRF_COOKIE, "")
+    expected = (
+        principal.csrf
+        if principal is not None and principal.csrf
+        else request.cookies.get(CSRF_COOKIE, "")
+    )
     return bool(expected) and hmac.compare_digest(str(submitted).encode(), str(expected).encode())
