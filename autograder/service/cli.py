@@ -22,8 +22,10 @@ def _database(url: str):
     try:
         db.migrate()
     except Exception as error:
-        raise Stop(f"the database {shown_url(db.url)} could not be opened or brought up to date "
-                   f"({type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''})") from None
+        raise Stop(
+            f"the database {shown_url(db.url)} could not be opened or brought up to date "
+            f"({type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''})"
+        ) from None
     return db
 
 
@@ -41,7 +43,13 @@ def _roster(db, path: str) -> tuple[int, int]:
 def settings_from(args):
     """ServiceSettings from ``serve``'s arguments; raises Stop for a mistake."""
     from autograder.grade import Settings
-    from autograder.service.settings import ServiceSettings, is_loopback, parse_deadline, parse_rate, read_deadlines
+    from autograder.service.settings import (
+        ServiceSettings,
+        is_loopback,
+        parse_deadline,
+        parse_rate,
+        read_deadlines,
+    )
 
     try:
         rate, window = parse_rate(args.rate)
@@ -57,15 +65,23 @@ def settings_from(args):
     if bool(args.https_cert) != bool(args.https_key):
         raise Stop("--https-cert and --https-key go together")
     if not (args.https_cert or args.insecure or is_loopback(args.host)):
-        raise Stop(f"refusing to serve plain HTTP on {args.host}: tokens and sessions would cross the network in the clear. "
-                   "Serve on 127.0.0.1 behind a TLS reverse proxy (docs/SERVICE.md), give --https-cert and --https-key, "
-                   "or pass --insecure")
+        raise Stop(
+            f"refusing to serve plain HTTP on {args.host}: tokens and sessions would cross the "
+            "network in the clear. Serve on 127.0.0.1 behind a TLS reverse proxy "
+            "(docs/SERVICE.md), give --https-cert and --https-key, or pass --insecure"
+        )
     security = None
     if args.scheduler:
         from autograder.batch import InsecureScheduler, dask_security
 
         try:
-            security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key, args.insecure_scheduler)
+            security = dask_security(
+                args.scheduler,
+                args.tls_ca_file,
+                args.tls_cert,
+                args.tls_key,
+                args.insecure_scheduler,
+            )
         except InsecureScheduler as error:
             raise Stop(str(error)) from None
     lti_config = Path(args.lti) if args.lti else None
@@ -77,12 +93,27 @@ def settings_from(args):
         except ConfigError as error:
             raise Stop(str(error)) from None
     return ServiceSettings(
-        lti_config=lti_config, lti_identity=args.lti_identity,
-        db_url=args.db, roster=Path(args.roster) if args.roster else None, host=args.host, port=args.port,
-        insecure=args.insecure, https_cert=args.https_cert, https_key=args.https_key,
-        forwarded_allow_ips=args.forwarded_allow_ips, max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
-        rate_limit=rate, rate_window=window, deadlines=deadlines, counted=args.counted, workers=args.workers,
-        scheduler=args.scheduler, dask_security=security, grading=Settings.from_arguments(args), log_level=args.log_level)
+        lti_config=lti_config,
+        lti_identity=args.lti_identity,
+        db_url=args.db,
+        roster=Path(args.roster) if args.roster else None,
+        host=args.host,
+        port=args.port,
+        insecure=args.insecure,
+        https_cert=args.https_cert,
+        https_key=args.https_key,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
+        rate_limit=rate,
+        rate_window=window,
+        deadlines=deadlines,
+        counted=args.counted,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        dask_security=security,
+        grading=Settings.from_arguments(args),
+        log_level=args.log_level,
+    )
 
 
 def _serve(args) -> int:
@@ -100,29 +131,46 @@ def _serve(args) -> int:
 
             with db.reading() as session:
                 listed = session.query(Student).filter(Student.on_roster.is_(True)).count()
-            roster = f"{listed} students on the roster" + ("" if listed else ": nobody can submit (pass --roster)")
+            roster = f"{listed} students on the roster" + (
+                "" if listed else ": nobody can submit (pass --roster)"
+            )
     finally:
         db.close()
     scheme = "https" if settings.tls else "http"
-    address = f"{scheme}://{'[' + settings.host + ']' if ':' in settings.host else settings.host}:{settings.port}"
-    graders = (f"a Dask cluster at {settings.scheduler}" if settings.scheduler
-               else f"{settings.workers} local grading process{'es' if settings.workers != 1 else ''}")
-    print(f"{current().name} grading service on {address}\n"
-          f"  students:  {address}/  (sign in with a token; the notebooks' Submit cell posts to {address}/api/v1/submissions)\n"
-          f"  dashboard: {address}/dashboard  (instructors and TAs; API reference: {address}/docs)\n"
-          f"  database:  {shown_url(settings.db_url)}; {roster}\n"
-          f"  grading:   {graders}; {settings.rate_limit or 'no'} submissions per lab per {settings.rate_window / 3600:g} h; "
-          f"the {settings.counted} attempt counts; uploads up to {settings.max_upload_bytes / 1024 / 1024:g} MB\n"
-          + (_lti_lines(settings, address) if settings.lti_config else "")
-          + "  Ctrl-C stops it; queued submissions wait in the database for the next start.", flush=True)
+    host = "[" + settings.host + "]" if ":" in settings.host else settings.host
+    address = f"{scheme}://{host}:{settings.port}"
+    graders = (
+        f"a Dask cluster at {settings.scheduler}"
+        if settings.scheduler
+        else f"{settings.workers} local grading process{'es' if settings.workers != 1 else ''}"
+    )
+    print(
+        f"{current().name} grading service on {address}\n  students:  {address}/  (sign in with a "
+        f"token; the notebooks' Submit cell posts to {address}/api/v1/submissions)\n  dashboard: "
+        f"{address}/dashboard  (instructors and TAs; API reference: {address}/docs)\n  database:  "
+        f"{shown_url(settings.db_url)}; {roster}\n  grading:   {graders}; "
+        f"{settings.rate_limit or 'no'} submissions per lab per {settings.rate_window / 3600:g} h; "
+        f"the {settings.counted} attempt counts; uploads up to "
+        f"{settings.max_upload_bytes / 1024 / 1024:g} MB\n"
+        + (_lti_lines(settings, address) if settings.lti_config else "")
+        + "  Ctrl-C stops it; queued submissions wait in the database for the next start.",
+        flush=True,
+    )
     import uvicorn
 
     from autograder.service.app import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level,
-                proxy_headers=True, forwarded_allow_ips=settings.forwarded_allow_ips,
-                ssl_certfile=str(settings.https_cert) if settings.https_cert else None,
-                ssl_keyfile=str(settings.https_key) if settings.https_key else None, server_header=False)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+        ssl_certfile=str(settings.https_cert) if settings.https_cert else None,
+        ssl_keyfile=str(settings.https_key) if settings.https_key else None,
+        server_header=False,
+    )
     return 0
 
 
@@ -130,10 +178,12 @@ def _lti_lines(settings, address: str) -> str:
     from autograder.service.lti.tool import issuers, load
 
     platforms = issuers(load(settings.lti_config))
-    return (f"  LTI 1.3:   login {address}/lti/login, launch {address}/lti/launch, keys {address}/lti/jwks "
-            f"(Canvas: {address}/lti/canvas.json)\n"
-            f"             {len(platforms)} platform(s) from {settings.lti_config}: {', '.join(platforms)}; "
-            f"students found by their {settings.lti_identity}\n")
+    return (
+        f"  LTI 1.3:   login {address}/lti/login, launch {address}/lti/launch, keys "
+        f"{address}/lti/jwks (Canvas: {address}/lti/canvas.json)\n             {len(platforms)} "
+        f"platform(s) from {settings.lti_config}: {', '.join(platforms)}; students found by their "
+        f"{settings.lti_identity}\n"
+    )
 
 
 def _lti_keys(args) -> int:
@@ -144,9 +194,13 @@ def _lti_keys(args) -> int:
     except ConfigError as error:
         raise Stop(str(error)) from None
     except OSError as error:
-        raise Stop(f"the keys could not be written in {args.folder} ({error.strerror or error})") from None
-    print(f"the tool's key pair: {private} (private, owner-only) and {public}; name them in the LTI configuration "
-          "as private_key_file and public_key_file (docs/LTI.md)")
+        raise Stop(
+            f"the keys could not be written in {args.folder} ({error.strerror or error})"
+        ) from None
+    print(
+        f"the tool's key pair: {private} (private, owner-only) and {public}; name them in the LTI "
+        "configuration as private_key_file and public_key_file (docs/LTI.md)"
+    )
     return 0
 
 
@@ -163,10 +217,15 @@ def _tokens(args) -> int:
             print(f"roster: {listed} students ({added} new)")
         out = Path(args.out) if args.out else None
         if out is not None and out.exists():
-            raise Stop(f"{out} exists: tokens are shown only once, so it is not overwritten (name another file)")
+            raise Stop(
+                f"{out} exists: tokens are shown only once, so it is not overwritten (name another "
+                "file)"
+            )
         written: list[tuple[str, str]] = []
         with db.writing() as session:
-            students = {s.student_id: s for s in session.query(Student).filter(Student.on_roster.is_(True))}
+            students = {
+                s.student_id: s for s in session.query(Student).filter(Student.on_roster.is_(True))
+            }
             for name in (args.revoke or []) + (args.reissue or []):
                 if session.get(Student, name) is None:
                     raise Stop(f"no student {name!r} in the database (is the roster loaded?)")
@@ -174,7 +233,8 @@ def _tokens(args) -> int:
                 print(f"{name}: {tokens.revoke(session, name)} token(s) revoked")
             reissue = set(students) if args.reissue_all else set(args.reissue or [])
             for student_id in sorted(students):
-                if student_id in reissue or not tokens.ever_issued(session, student_id):  # a revoked one stays revoked
+                # a revoked one stays revoked
+                if student_id in reissue or not tokens.ever_issued(session, student_id):
                     written.append((student_id, tokens.issue(session, student_id)))
             if written and out is None:
                 raise Stop("--out FILE is needed: new tokens are written there (only once)")
@@ -186,8 +246,16 @@ def _tokens(args) -> int:
                     writer.writerow(["student_id", "token"])
                     writer.writerows(written)
         kept = len([s for s in students if s not in dict(written) and s not in (args.revoke or [])])
-        print(f"{len(written)} new token(s)" + (f" in {out} (owner-only): send each student their own" if out else "")
-              + (f"; {kept} student(s) keep the token they have (--reissue ID or --reissue-all to replace)" if kept else ""))
+        print(
+            f"{len(written)} new token(s)"
+            + (f" in {out} (owner-only): send each student their own" if out else "")
+            + (
+                f"; {kept} student(s) keep the token they have (--reissue ID or --reissue-all to "
+                "replace)"
+                if kept
+                else ""
+            )
+        )
     finally:
         db.close()
     return 0
@@ -221,7 +289,10 @@ def _accounts(args) -> int:
                     tokens.set_account(session, args.name, args.role, password)
             except ValueError as error:
                 raise Stop(str(error)) from None
-            print(f"{args.name}: {args.role} account ready" + (f"; password: {password}" if show else ""))
+            print(
+                f"{args.name}: {args.role} account ready"
+                + (f"; password: {password}" if show else "")
+            )
         elif args.action == "disable":
             with db.writing() as session:
                 account = session.get(Account, args.name)
@@ -232,7 +303,8 @@ def _accounts(args) -> int:
         else:
             with db.reading() as session:
                 for account in session.query(Account).order_by(Account.username):
-                    print(f"{account.username}\t{account.role}{'  (disabled)' if account.disabled else ''}")
+                    disabled = "  (disabled)" if account.disabled else ""
+                    print(f"{account.username}\t{account.role}{disabled}")
     finally:
         db.close()
     return 0
@@ -255,73 +327,161 @@ def add_commands(commands, course) -> None:
     """``serve``, ``tokens`` and ``accounts`` as sub-commands of the engine's command line."""
     from autograder.limits import add_limit_arguments, default_workers
 
-    serve = commands.add_parser("serve", help="the grading service: students submit from the notebooks or a web page "
-                                              "(docs/SERVICE.md)")
-    serve.add_argument("--db", default=DEFAULT_DB, help=f"the database: an SQLite file (default {DEFAULT_DB}) or a "
-                                                        "PostgreSQL URL (postgresql://user:password@host/name)")
-    serve.add_argument("--roster", help="roster CSV (grade --roster's format: student_id, and name, email...): who may submit")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; put a TLS reverse "
-                                                           "proxy in front for students elsewhere)")
+    serve = commands.add_parser(
+        "serve",
+        help="the grading service: students submit from the notebooks or a web page "
+        "(docs/SERVICE.md)",
+    )
+    serve.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        help=f"the database: an SQLite file (default {DEFAULT_DB}) or a "
+        "PostgreSQL URL (postgresql://user:password@host/name)",
+    )
+    serve.add_argument(
+        "--roster",
+        help="roster CSV (grade --roster's format: student_id, and name, email...): who may submit",
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; put a TLS reverse "
+        "proxy in front for students elsewhere)",
+    )
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
-    serve.add_argument("--insecure", action="store_true", help="allow plain HTTP on an address other than loopback")
-    serve.add_argument("--https-cert", type=Path, help="serve HTTPS with this certificate (PEM) ...")
+    serve.add_argument(
+        "--insecure", action="store_true", help="allow plain HTTP on an address other than loopback"
+    )
+    serve.add_argument(
+        "--https-cert", type=Path, help="serve HTTPS with this certificate (PEM) ..."
+    )
     serve.add_argument("--https-key", type=Path, help="... and its private key")
-    serve.add_argument("--forwarded-allow-ips", default="127.0.0.1",
-                       help="reverse proxies whose X-Forwarded-Proto/For headers are trusted (default 127.0.0.1)")
-    serve.add_argument("--workers", type=int, default=default_workers(),
-                       help="local grading processes (default: twice the cores, as grade: about a quarter of grading "
-                            "is waiting on kernels)")
-    serve.add_argument("--scheduler", help="grade on a Dask cluster instead: the scheduler's address (tls://host:8786)")
-    serve.add_argument("--tls-ca-file", help="Dask: the CA certificate of the scheduler and workers")
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        default="127.0.0.1",
+        help="reverse proxies whose X-Forwarded-Proto/For headers are trusted (default 127.0.0.1)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers(),
+        help="local grading processes (default: twice the cores, as grade: about a quarter of "
+             "grading is waiting on kernels)",
+    )
+    serve.add_argument(
+        "--scheduler",
+        help="grade on a Dask cluster instead: the scheduler's address (tls://host:8786)",
+    )
+    serve.add_argument(
+        "--tls-ca-file", help="Dask: the CA certificate of the scheduler and workers"
+    )
     serve.add_argument("--tls-cert", help="Dask: this client's certificate")
     serve.add_argument("--tls-key", help="Dask: this client's private key")
-    serve.add_argument("--insecure-scheduler", action="store_true",
-                       help="Dask: allow a scheduler on another machine without TLS and client certificates")
-    serve.add_argument("--max-upload-mb", type=float, default=20, help="largest notebook taken, in MB (default 20)")
-    serve.add_argument("--rate", default="10/hour", help="submissions per student per lab: N/WINDOW (default 10/hour; 0: no limit)")
-    serve.add_argument("--deadline", action="append", metavar="LAB=WHEN",
-                       help="a lab's deadline, ISO 8601 (toy_bpe=2026-12-01T23:59+01:00); repeat for each lab")
-    serve.add_argument("--deadlines", help="deadlines CSV: columns lab,deadline and optionally late (mark or refuse)")
+    serve.add_argument(
+        "--insecure-scheduler",
+        action="store_true",
+        help="Dask: allow a scheduler on another machine without TLS and client certificates",
+    )
+    serve.add_argument(
+        "--max-upload-mb", type=float, default=20, help="largest notebook taken, in MB (default 20)"
+    )
+    serve.add_argument(
+        "--rate",
+        default="10/hour",
+        help="submissions per student per lab: N/WINDOW (default 10/hour; 0: no limit)",
+    )
+    serve.add_argument(
+        "--deadline",
+        action="append",
+        metavar="LAB=WHEN",
+        help="a lab's deadline, ISO 8601 (toy_bpe=2026-12-01T23:59+01:00); repeat for each lab",
+    )
+    serve.add_argument(
+        "--deadlines",
+        help="deadlines CSV: columns lab,deadline and optionally late (mark or refuse)",
+    )
     serve.add_argument("--late", choices=("mark", "refuse"), default="mark",
                        help="after a deadline: accept and mark late (default), or refuse")
     serve.add_argument("--counted", choices=("last", "best"), default="last",
                        help="the attempt that counts: the last graded one (default) or the best")
-    serve.add_argument("--data-dir", default=os.environ.get(course.data_variable, str(course.default_data)),
-                       help=f"corpora the notebooks load (default: ${course.data_variable}, else {course.default_data})")
+    serve.add_argument(
+        "--data-dir",
+        default=os.environ.get(course.data_variable, str(course.default_data)),
+        help=f"corpora the notebooks load (default: ${course.data_variable}, else "
+             f"{course.default_data})",
+    )
     add_limit_arguments(serve)  # grade's, with the same defaults (autograder/limits.py)
-    serve.add_argument("--lti", metavar="CONFIG.json", help="LTI 1.3: the LMS platforms this service is registered with "
-                                                             "(pylti1p3's JSON; docs/LTI.md)")
-    serve.add_argument("--lti-identity", choices=("email", "sourcedid", "sub", "custom"), default="email",
-                       help="LTI: how a launch's user is found on the roster: email (default; the roster's email "
-                            "column), sourcedid (the LMS's SIS id), sub (its LTI user id) or custom (a custom parameter "
-                            "student_id), the last three matching the roster's student_id")
-    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"),
-                       help="how much the server logs (default info; never a token or a notebook's content)")
+    serve.add_argument(
+        "--lti",
+        metavar="CONFIG.json",
+        help="LTI 1.3: the LMS platforms this service is registered with "
+        "(pylti1p3's JSON; docs/LTI.md)",
+    )
+    serve.add_argument(
+        "--lti-identity",
+        choices=("email", "sourcedid", "sub", "custom"),
+        default="email",
+        help="LTI: how a launch's user is found on the roster: email (default; the roster's email "
+             "column), sourcedid (the LMS's SIS id), sub (its LTI user id) or custom (a custom "
+             "parameter student_id), the last three matching the roster's student_id",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=("debug", "info", "warning", "error"),
+        help="how much the server logs (default info; never a token or a notebook's content)",
+    )
     serve.set_defaults(run=_guarded(_serve))
 
-    keys = commands.add_parser("lti-keys", help="LTI 1.3: write the tool's RSA key pair (docs/LTI.md)")
-    keys.add_argument("folder", help="where to write lti-private.pem and lti-public.pem (never overwritten)")
+    keys = commands.add_parser(
+        "lti-keys", help="LTI 1.3: write the tool's RSA key pair (docs/LTI.md)"
+    )
+    keys.add_argument(
+        "folder", help="where to write lti-private.pem and lti-public.pem (never overwritten)"
+    )
     keys.set_defaults(run=_guarded(_lti_keys))
 
-    issue = commands.add_parser("tokens", help="personal tokens for the service: one per student, written once to a CSV")
+    issue = commands.add_parser(
+        "tokens", help="personal tokens for the service: one per student, written once to a CSV"
+    )
     issue.add_argument("--roster", help="roster CSV: its students are added (or updated) first")
-    issue.add_argument("--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})")
-    issue.add_argument("--out", help="CSV to write the new tokens to (student_id,token; owner-only; never overwritten)")
-    issue.add_argument("--reissue", action="append", metavar="STUDENT", help="replace this student's token (repeat)")
+    issue.add_argument(
+        "--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})"
+    )
+    issue.add_argument(
+        "--out",
+        help="CSV to write the new tokens to (student_id,token; owner-only; never overwritten)",
+    )
+    issue.add_argument(
+        "--reissue",
+        action="append",
+        metavar="STUDENT",
+        help="replace this student's token (repeat)",
+    )
     issue.add_argument("--reissue-all", action="store_true", help="replace every student's token")
-    issue.add_argument("--revoke", action="append", metavar="STUDENT", help="revoke this student's token (repeat)")
+    issue.add_argument(
+        "--revoke", action="append", metavar="STUDENT", help="revoke this student's token (repeat)"
+    )
     issue.set_defaults(run=_guarded(_tokens))
 
-    accounts = commands.add_parser("accounts", help="instructors' and TAs' accounts for the service's dashboard")
+    accounts = commands.add_parser(
+        "accounts", help="instructors' and TAs' accounts for the service's dashboard"
+    )
     accounts.add_argument("action", choices=("add", "disable", "list"),
                           help="add an account (or reset its password), disable one, or list them")
     accounts.add_argument("name", nargs="?", help="user name (add, disable)")
     accounts.add_argument("--role", choices=("instructor", "ta"), default="ta",
                           help="instructor (can also re-grade) or ta (default)")
-    accounts.add_argument("--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})")
+    accounts.add_argument(
+        "--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})"
+    )
     secret = accounts.add_mutually_exclusive_group()
-    secret.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
-    secret.add_argument("--random-password", action="store_true", help="make up a password and print it")
+    secret.add_argument(
+        "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+    secret.add_argument(
+        "--random-password", action="store_true", help="make up a password and print it"
+    )
     accounts.set_defaults(run=_guarded(_accounts_checked))
 
 
