@@ -47,7 +47,9 @@ def make_engine(url: str, pooled: bool = True) -> Engine:
     url = database_url(url)
     pool = {} if pooled else {"poolclass": NullPool}
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True, **({"pool_size": 10, "max_overflow": 20} if pooled else pool))
+        return create_engine(
+            url, pool_pre_ping=True, **({"pool_size": 10, "max_overflow": 20} if pooled else pool)
+        )
     path = make_url(url).database
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -57,13 +59,20 @@ def make_engine(url: str, pooled: bool = True) -> Engine:
     def _connect(connection, _record):
         connection.isolation_level = None  # transactions are begun below, not by the sqlite3 module
         cursor = connection.cursor()
-        for pragma in ("journal_mode=WAL", "busy_timeout=30000", "foreign_keys=ON", "synchronous=NORMAL"):
+        for pragma in (
+            "journal_mode=WAL",
+            "busy_timeout=30000",
+            "foreign_keys=ON",
+            "synchronous=NORMAL",
+        ):
             cursor.execute(f"PRAGMA {pragma}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _begin(connection):
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if connection.get_execution_options().get("writes") else "BEGIN")
+        connection.exec_driver_sql(
+            "BEGIN IMMEDIATE" if connection.get_execution_options().get("writes") else "BEGIN"
+        )
 
     return engine
 
