@@ -55,9 +55,16 @@ class LocalRunner:
     def __init__(self, size: int, settings, memory_bytes: int):
         from autograder.workers import WorkerPool
 
-        # the same outside deadline as every other grader (deadline.py): --notebook-timeout and a grace
+        # the same outside deadline as every other grader (deadline.py): --notebook-timeout and a
+        # grace
         self.settings = settings
-        self.pool = WorkerPool(grade_notebook, size, on_lost=None, budget=hard_seconds(settings), memory_bytes=memory_bytes)
+        self.pool = WorkerPool(
+            grade_notebook,
+            size,
+            on_lost=None,
+            budget=hard_seconds(settings),
+            memory_bytes=memory_bytes,
+        )
         self.size = self.pool.size
         self.jobs: dict[int, queue.Job] = {}
 
@@ -74,7 +81,11 @@ class LocalRunner:
             self.pool._kill(worker)
             worker = self.pool._spawn()
             worker.connection.send((job.id, args))
-        worker.job, worker.started, worker.stopped_since = (job.id, args, job.claims), time.monotonic(), None
+        worker.job, worker.started, worker.stopped_since = (
+            (job.id, args, job.claims),
+            time.monotonic(),
+            None,
+        )
         self.jobs[job.id] = job
         return worker.process.pid
 
@@ -94,8 +105,13 @@ class LocalRunner:
             worker.job = None
             job = self.jobs.pop(job_id)
             if failure is not None:
-                result = GradeResult(job.student_id, job.file_name, status=GRADER_ERROR, lab=job.lab,
-                                     message=f"this notebook could not be graded ({failure[:300]})")
+                result = GradeResult(
+                    job.student_id,
+                    job.file_name,
+                    status=GRADER_ERROR,
+                    lab=job.lab,
+                    message=f"this notebook could not be graded ({failure[:300]})",
+                )
             events.append(Event(job, result=result))
         now = time.monotonic()
         for worker in [worker for worker in self.pool.workers if worker.job]:
@@ -104,8 +120,11 @@ class LocalRunner:
                 job_id = worker.job[0]
                 self.pool._kill(worker)
                 job = self.jobs.pop(job_id)
-                if reason is TIMED_OUT:  # its time is spent: an out_of_time result, never graded again
-                    row = out_of_time_row((job.file_name, job.student_id, self.settings), self.pool.budget)
+                # its time is spent: an out_of_time result, never graded again
+                if reason is TIMED_OUT:
+                    row = out_of_time_row(
+                        (job.file_name, job.student_id, self.settings), self.pool.budget
+                    )
                     events.append(Event(job, result=replace(row, lab=job.lab)))
                 else:
                     events.append(Event(job, lost=reason))
@@ -136,8 +155,16 @@ class DaskRunner:
         return self.size - len(self.futures)
 
     def start(self, job: queue.Job, settings) -> int | None:
-        future = self.client.submit(grade_notebook_within_time, job.notebook, job.file_name, job.student_id, settings,
-                                    pure=False, retries=0, key=f"submission-{job.id}-claim-{job.claims}-{uuid.uuid4().hex[:8]}")
+        future = self.client.submit(
+            grade_notebook_within_time,
+            job.notebook,
+            job.file_name,
+            job.student_id,
+            settings,
+            pure=False,
+            retries=0,
+            key=f"submission-{job.id}-claim-{job.claims}-{uuid.uuid4().hex[:8]}",
+        )
         self.futures[future] = job
         return None
 
@@ -152,7 +179,8 @@ class DaskRunner:
             _drain(wake)
         try:
             dask_wait(list(self.futures), timeout=timeout, return_when="FIRST_COMPLETED")
-        except TimeoutError:  # none finished in time (asyncio's TimeoutError is the built-in one since 3.11)
+        # none finished in time (asyncio's TimeoutError is the built-in one since 3.11)
+        except TimeoutError:
             pass
         except Exception as error:
             if "Timeout" not in type(error).__name__:
@@ -184,13 +212,15 @@ def _drain(connection) -> None:
 
 
 def run(settings: ServiceSettings, wake=None) -> int:
-    """Grade jobs until told to stop (SIGTERM, SIGINT) or the course changes. Returns the exit code."""
+    """Grade jobs until told to stop (SIGTERM, SIGINT) or the course changes. Returns the exit
+    code."""
     from autograder.guard import CourseChanged, CourseGuard, course_files
 
     db = Database(settings.db_url, pooled=False)  # this process forks grading workers
     grader_id = uuid.uuid4().hex
     grading = settings.grading
-    if db.url.startswith("sqlite"):  # a kernel never reads the database, even behind the weaker fence
+    # a kernel never reads the database, even behind the weaker fence
+    if db.url.startswith("sqlite"):
         path = Path(make_url(db.url).database).resolve()
         grading = replace(grading, denied=tuple(grading.denied) + tuple(
             Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")))
@@ -223,7 +253,8 @@ def run(settings: ServiceSettings, wake=None) -> int:
                 if job is None:
                     break
                 held = [job]
-                guard.check()  # the course as it was at the start, or this process gives way to a fresh one
+                # the course as it was at the start, or this process gives way to a fresh one
+                guard.check()
                 pid = runner.start(job, grading)
                 held = []
                 queue.set_worker(db, job.id, pid)
@@ -235,11 +266,21 @@ def run(settings: ServiceSettings, wake=None) -> int:
             for event in events:
                 if event.result is not None:
                     kept = queue.finish(db, grader_id, event.job.id, event.result)
-                    log.info("submission %s: %s in %.1f s%s", event.job.id, event.result.status, event.result.seconds,
-                             "" if kept else " (not kept: no longer claimed by this process)")
+                    log.info(
+                        "submission %s: %s in %.1f s%s",
+                        event.job.id,
+                        event.result.status,
+                        event.result.seconds,
+                        "" if kept else " (not kept: no longer claimed by this process)",
+                    )
                 else:
                     outcome = queue.lost(db, grader_id, event.job, event.lost)
-                    log.warning("submission %s: grading process lost (%s): %s", event.job.id, event.lost, outcome)
+                    log.warning(
+                        "submission %s: grading process lost (%s): %s",
+                        event.job.id,
+                        event.lost,
+                        outcome,
+                    )
             held = []
         log.info("grading process %s stopping", grader_id[:8])
     except CourseChanged as changed:
@@ -261,5 +302,7 @@ def main(settings: ServiceSettings, wake=None) -> None:
         isolation.die_with_parent(signal.SIGKILL)
     if os.getppid() == 1:
         os._exit(0)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s grader %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s grader %(levelname)s %(message)s"
+    )
     sys.exit(run(settings, wake))
