@@ -77,7 +77,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('submissions', schema=None) as batch_op:
         batch_op.create_index('ix_submissions_queue', ['status', 'priority', 'id'], unique=False)
-        batch_op.create_index('ix_submissions_student_lab', ['student_id', 'lab', 'created_at'], unique=False)
+        batch_op.create_index(
+            "ix_submissions_student_lab", ["student_id", "lab", "created_at"], unique=False
+        )
 
     op.create_table('tokens',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -106,7 +108,9 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('digest')
     )
     with op.batch_alter_table('web_sessions', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_web_sessions_expires_at'), ['expires_at'], unique=False)
+        batch_op.create_index(
+            batch_op.f("ix_web_sessions_expires_at"), ["expires_at"], unique=False
+        )
 
 
 
