@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column
 
 # Submission.status
@@ -31,13 +41,14 @@ class Student(Base):
     student_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     name: Mapped[str] = mapped_column(String(300), default="")
     email: Mapped[str] = mapped_column(String(300), default="")
-    on_roster: Mapped[bool] = mapped_column(Boolean, default=True)  # dropped from the roster: may no longer submit
+    # dropped from the roster: may no longer submit
+    on_roster: Mapped[bool] = mapped_column(Boolean, default=True)
     added_at: Mapped[datetime] = mapped_column(DateTime)
 
 
 class Token(Base):
-    """A student's personal token: ``<selector>.<secret>``; the selector finds the row, the SHA-256 of
-    the whole token is compared in constant time."""
+    """A student's personal token: ``<selector>.<secret>``; the selector finds the row, the SHA-256
+    of the whole token is compared in constant time."""
 
     __tablename__ = "tokens"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -63,7 +74,8 @@ class WebSession(Base):
     """A signed-in browser: a student (by token, or by an LTI launch) or an account."""
 
     __tablename__ = "web_sessions"
-    digest: Mapped[str] = mapped_column(String(64), primary_key=True)  # SHA-256 of the cookie's value
+    # SHA-256 of the cookie's value
+    digest: Mapped[str] = mapped_column(String(64), primary_key=True)
     student_id: Mapped[str | None] = mapped_column(ForeignKey("students.student_id"), nullable=True)
     username: Mapped[str | None] = mapped_column(ForeignKey("accounts.username"), nullable=True)
     via: Mapped[str] = mapped_column(String(20))  # token | password | lti
@@ -86,19 +98,24 @@ class Submission(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime)
     late: Mapped[bool] = mapped_column(Boolean, default=False)
     status: Mapped[str] = mapped_column(String(20))  # queued | grading | graded | error
-    priority: Mapped[int] = mapped_column(Integer, default=0)  # 0: a student's; 1: a re-grade (after them)
+    # 0: a student's; 1: a re-grade (after them)
+    priority: Mapped[int] = mapped_column(Integer, default=0)
     # "<student>/<lab>" while a student's own submission waits or is graded, else NULL: the unique
     # constraint lets one student have one submission of a lab in the queue at a time.
     pending_key: Mapped[str | None] = mapped_column(String(320), nullable=True, unique=True)
-    # "<student>/<lab>" while it is graded: never two of one student's lab at once (re-grades included).
+    # "<student>/<lab>" while it is graded: never two of one student's lab at once (re-grades
+    # included).
     grading_key: Mapped[str | None] = mapped_column(String(320), nullable=True, unique=True)
-    claims: Mapped[int] = mapped_column(Integer, default=0)  # grading processes that took it (2 at most)
+    # grading processes that took it (2 at most)
+    claims: Mapped[int] = mapped_column(Integer, default=0)
     claimed_by: Mapped[str | None] = mapped_column(ForeignKey("graders.id"), nullable=True)
     claimed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     worker_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
-    seconds: Mapped[float | None] = mapped_column(Float, nullable=True)  # grading time of the notebook
-    result: Mapped[str | None] = deferred(mapped_column(Text, nullable=True))  # GradeResult.to_json(), as JSON
+    # grading time of the notebook
+    seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # GradeResult.to_json(), as JSON
+    result: Mapped[str | None] = deferred(mapped_column(Text, nullable=True))
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     max_score: Mapped[float | None] = mapped_column(Float, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -117,7 +134,8 @@ class Grader(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     host: Mapped[str] = mapped_column(String(255))
     pid: Mapped[int] = mapped_column(Integer)
-    process_started: Mapped[float] = mapped_column(Float)  # the process's start time (a reused pid is another process)
+    # the process's start time (a reused pid is another process)
+    process_started: Mapped[float] = mapped_column(Float)
     kind: Mapped[str] = mapped_column(String(20))  # local | dask
     workers: Mapped[int] = mapped_column(Integer)
     started_at: Mapped[datetime] = mapped_column(DateTime)
@@ -127,9 +145,9 @@ class Grader(Base):
 
 
 class LtiState(Base):
-    """What an LTI 1.3 sign-in keeps between its steps (pylti1p3's launch data storage): nonces (each
-    good once, for minutes), launches (for the deep-linking choice and the instructor's page), and
-    one-time codes. JSON values; a row past ``expires_at`` is gone."""
+    """What an LTI 1.3 sign-in keeps between its steps (pylti1p3's launch data storage): nonces
+    (each good once, for minutes), launches (for the deep-linking choice and the instructor's page),
+    and one-time codes. JSON values; a row past ``expires_at`` is gone."""
 
     __tablename__ = "lti_state"
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
@@ -138,26 +156,31 @@ class LtiState(Base):
 
 
 class LtiLink(Base):
-    """A student's lab as an LMS gradebook column: where the counted attempt's score is posted (AGS).
-    ``wanted`` counts the results recorded since the link was made, ``posted`` the last of them sent:
-    a score is due while ``wanted > posted``."""
+    """A student's lab as an LMS gradebook column: where the counted attempt's score is posted
+    (AGS). ``wanted`` counts the results recorded since the link was made, ``posted`` the last of
+    them sent: a score is due while ``wanted > posted``."""
 
     __tablename__ = "lti_links"
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    key: Mapped[str] = mapped_column(String(64), unique=True)  # SHA-256 of student, lab, issuer, client, line item
+    # SHA-256 of student, lab, issuer, client, line item
+    key: Mapped[str] = mapped_column(String(64), unique=True)
     student_id: Mapped[str] = mapped_column(ForeignKey("students.student_id"))
     lab: Mapped[str] = mapped_column(String(100))
     issuer: Mapped[str] = mapped_column(Text)
     client_id: Mapped[str] = mapped_column(Text)
     deployment_id: Mapped[str] = mapped_column(Text)
-    lti_user_id: Mapped[str] = mapped_column(Text)  # the launch's "sub": who the LMS says the student is
-    ags: Mapped[str] = mapped_column(Text)  # the launch's AGS claim (scope, lineitems, lineitem), JSON
-    tool_url: Mapped[str] = mapped_column(Text)  # the service's address as the student reached it (feedback links)
+    # the launch's "sub": who the LMS says the student is
+    lti_user_id: Mapped[str] = mapped_column(Text)
+    # the launch's AGS claim (scope, lineitems, lineitem), JSON
+    ags: Mapped[str] = mapped_column(Text)
+    # the service's address as the student reached it (feedback links)
+    tool_url: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime)
     launched_at: Mapped[datetime] = mapped_column(DateTime)
     wanted: Mapped[int] = mapped_column(Integer, default=1)
     posted: Mapped[int] = mapped_column(Integer, default=0)
-    next_try_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)  # also a poster's lease
+    # also a poster's lease
+    next_try_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     tries: Mapped[int] = mapped_column(Integer, default=0)  # failed posts in a row
     posted_submission_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     posted_score: Mapped[float | None] = mapped_column(Float, nullable=True)
