@@ -1,4 +1,5 @@
-"""The durable queue: the submissions table is the queue, so a job survives anything but the database.
+"""The durable queue: the submissions table is the queue, so a job survives anything but the
+database.
 
 A grading process *claims* a queued submission with one conditional ``UPDATE`` (only one claimer can
 win it, on SQLite and on PostgreSQL alike), grades it, and *finishes* it with another that writes
@@ -23,7 +24,8 @@ from autograder.service.database import Database
 from autograder.service.models import ERROR, GRADED, GRADING, QUEUED, Grader, LtiLink, Submission
 from autograder.service.settings import now
 
-CLAIMS_ALLOWED = 2  # a job is graded at most twice: once, and once more if its grading process was lost
+# a job is graded at most twice: once, and once more if its grading process was lost
+CLAIMS_ALLOWED = 2
 LEASE = timedelta(seconds=60)  # a grader on another machine unseen this long is taken for dead
 
 
@@ -45,18 +47,34 @@ def register(db: Database, grader_id: str, kind: str, workers: int) -> None:
     """A grading process says it exists (not ready yet)."""
     process = psutil.Process()
     with db.writing() as session:
-        session.add(Grader(id=grader_id, host=socket.gethostname(), pid=process.pid, process_started=process.create_time(),
-                           kind=kind, workers=workers, started_at=now(), last_seen=now(), ready=False, stopped=False))
+        session.add(
+            Grader(
+                id=grader_id,
+                host=socket.gethostname(),
+                pid=process.pid,
+                process_started=process.create_time(),
+                kind=kind,
+                workers=workers,
+                started_at=now(),
+                last_seen=now(),
+                ready=False,
+                stopped=False,
+            )
+        )
 
 
 def heartbeat(db: Database, grader_id: str, ready: bool = True) -> None:
     with db.writing() as session:
-        session.execute(update(Grader).where(Grader.id == grader_id).values(last_seen=now(), ready=ready))
+        session.execute(
+            update(Grader).where(Grader.id == grader_id).values(last_seen=now(), ready=ready)
+        )
 
 
 def stopped(db: Database, grader_id: str) -> None:
     with db.writing() as session:
-        session.execute(update(Grader).where(Grader.id == grader_id).values(stopped=True, ready=False))
+        session.execute(
+            update(Grader).where(Grader.id == grader_id).values(stopped=True, ready=False)
+        )
 
 
 def alive(grader: Grader | None) -> bool:
@@ -72,7 +90,8 @@ def alive(grader: Grader | None) -> bool:
 
 
 def claim(db: Database, grader_id: str) -> Job | None:
-    """The next queued job (students' before re-grades, oldest first), now claimed by ``grader_id``."""
+    """The next queued job (students' before re-grades, oldest first), now claimed by
+    ``grader_id``."""
     with db.reading() as session:
         candidates = session.execute(select(Submission.id, Submission.student_id, Submission.lab)
                                      .where(Submission.status == QUEUED)
@@ -81,12 +100,22 @@ def claim(db: Database, grader_id: str) -> Job | None:
         try:
             with db.writing() as session:
                 won = session.execute(
-                    update(Submission).where(Submission.id == job_id, Submission.status == QUEUED)
-                    .values(status=GRADING, claimed_by=grader_id, claimed_at=now(), claims=Submission.claims + 1,
-                            grading_key=_key(student_id, lab), worker_pid=None)).rowcount
+                    update(Submission)
+                    .where(Submission.id == job_id, Submission.status == QUEUED)
+                    .values(
+                        status=GRADING,
+                        claimed_by=grader_id,
+                        claimed_at=now(),
+                        claims=Submission.claims + 1,
+                        grading_key=_key(student_id, lab),
+                        worker_pid=None,
+                    )
+                ).rowcount
                 if won:
                     row = session.get(Submission, job_id, options=[])
-                    return Job(row.id, row.student_id, row.lab, row.file_name, row.notebook, row.claims)
+                    return Job(
+                        row.id, row.student_id, row.lab, row.file_name, row.notebook, row.claims
+                    )
         except IntegrityError:  # this student's lab is being graded right now: the next candidate
             continue
     return None
@@ -100,49 +129,97 @@ def set_worker(db: Database, job_id: int, pid: int | None) -> None:
 
 def _outcome(result: GradeResult) -> dict:
     graded = result.status == GRADED_STATUS
-    return {"status": GRADED if graded else ERROR, "result": json.dumps(result.to_json()),
-            "score": result.score if graded else None, "max_score": result.max_score,
-            "error": None if graded else (result.message or result.status), "seconds": result.seconds,
-            "finished_at": now(), "pending_key": None, "grading_key": None, "worker_pid": None}
+    return {
+        "status": GRADED if graded else ERROR,
+        "result": json.dumps(result.to_json()),
+        "score": result.score if graded else None,
+        "max_score": result.max_score,
+        "error": None if graded else (result.message or result.status),
+        "seconds": result.seconds,
+        "finished_at": now(),
+        "pending_key": None,
+        "grading_key": None,
+        "worker_pid": None,
+    }
 
 
 def finish(db: Database, grader_id: str, job_id: int, result: GradeResult) -> bool:
     """Record the job's one result, if ``grader_id`` still holds it. Returns whether it did."""
     with db.writing() as session:
-        kept = bool(session.execute(update(Submission).where(
-            Submission.id == job_id, Submission.status == GRADING, Submission.claimed_by == grader_id)
-            .values(**_outcome(result))).rowcount)
-        if kept:  # the LMS gradebook's copy of this student's lab is out of date (LTI: lti/scores.py posts it)
-            student_id, lab = session.execute(select(Submission.student_id, Submission.lab).where(Submission.id == job_id)).one()
-            session.execute(update(LtiLink).where(LtiLink.student_id == student_id, LtiLink.lab == lab)
-                            .values(wanted=LtiLink.wanted + 1))
+        kept = bool(
+            session.execute(
+                update(Submission)
+                .where(
+                    Submission.id == job_id,
+                    Submission.status == GRADING,
+                    Submission.claimed_by == grader_id,
+                )
+                .values(**_outcome(result))
+            ).rowcount
+        )
+        # the LMS gradebook's copy of this student's lab is out of date (LTI: lti/scores.py posts
+        # it)
+        if kept:
+            student_id, lab = session.execute(
+                select(Submission.student_id, Submission.lab).where(Submission.id == job_id)
+            ).one()
+            session.execute(
+                update(LtiLink)
+                .where(LtiLink.student_id == student_id, LtiLink.lab == lab)
+                .values(wanted=LtiLink.wanted + 1)
+            )
         return kept
 
 
 def lost_result(job: Job | Submission, reason: str) -> GradeResult:
-    return GradeResult(job.student_id, job.file_name, status=WORKER_LOST, lab=job.lab,
-                       message=f"grading this notebook stopped its grading process twice ({reason}); please tell your instructor")
+    return GradeResult(
+        job.student_id,
+        job.file_name,
+        status=WORKER_LOST,
+        lab=job.lab,
+        message=f"grading this notebook stopped its grading process twice ({reason}); please tell "
+                "your instructor",
+    )
 
 
 def lost(db: Database, grader_id: str, job: Job, reason: str) -> str:
-    """The job's grading process was lost: back to the queue if it had one claim, else its error result.
-    Returns ``queued`` or ``error``."""
+    """The job's grading process was lost: back to the queue if it had one claim, else its error
+    result. Returns ``queued`` or ``error``."""
     if job.claims < CLAIMS_ALLOWED:
         with db.writing() as session:
-            session.execute(update(Submission).where(
-                Submission.id == job.id, Submission.status == GRADING, Submission.claimed_by == grader_id)
-                .values(status=QUEUED, claimed_by=None, grading_key=None, worker_pid=None))
+            session.execute(
+                update(Submission)
+                .where(
+                    Submission.id == job.id,
+                    Submission.status == GRADING,
+                    Submission.claimed_by == grader_id,
+                )
+                .values(status=QUEUED, claimed_by=None, grading_key=None, worker_pid=None)
+            )
         return QUEUED
     finish(db, grader_id, job.id, lost_result(job, reason))
     return ERROR
 
 
 def give_back(db: Database, grader_id: str, job_id: int) -> None:
-    """Return a claimed job to the queue without counting the claim (the grader stops, not the job's fault)."""
+    """Return a claimed job to the queue without counting the claim (the grader stops, not the job's
+    fault)."""
     with db.writing() as session:
-        session.execute(update(Submission).where(
-            Submission.id == job_id, Submission.status == GRADING, Submission.claimed_by == grader_id)
-            .values(status=QUEUED, claimed_by=None, grading_key=None, worker_pid=None, claims=Submission.claims - 1))
+        session.execute(
+            update(Submission)
+            .where(
+                Submission.id == job_id,
+                Submission.status == GRADING,
+                Submission.claimed_by == grader_id,
+            )
+            .values(
+                status=QUEUED,
+                claimed_by=None,
+                grading_key=None,
+                worker_pid=None,
+                claims=Submission.claims - 1,
+            )
+        )
 
 
 def recover_orphans(db: Database) -> list[tuple[int, str]]:
@@ -162,7 +239,12 @@ def recover_orphans(db: Database) -> list[tuple[int, str]]:
             if row is None or row.status != GRADING or row.claimed_by != claimer:
                 continue
             if claims < CLAIMS_ALLOWED:
-                row.status, row.claimed_by, row.grading_key, row.worker_pid = QUEUED, None, None, None
+                row.status, row.claimed_by, row.grading_key, row.worker_pid = (
+                    QUEUED,
+                    None,
+                    None,
+                    None,
+                )
                 done.append((job_id, QUEUED))
             else:
                 for name, value in _outcome(lost_result(row, "its grading process ended")).items():
@@ -190,8 +272,13 @@ def position(session, submission: Submission) -> int:
 def graders_ready(session) -> list[Grader]:
     """Grading processes that are ready and were seen in the last 15 seconds."""
     recent = now() - timedelta(seconds=15)
-    return list(session.scalars(select(Grader).where(Grader.ready.is_(True), Grader.stopped.is_(False),
-                                                     Grader.last_seen >= recent)))
+    return list(
+        session.scalars(
+            select(Grader).where(
+                Grader.ready.is_(True), Grader.stopped.is_(False), Grader.last_seen >= recent
+            )
+        )
+    )
 
 
 def regrade(db: Database, student_id: str | None = None, lab: str | None = None) -> int:
@@ -205,14 +292,35 @@ def regrade(db: Database, student_id: str | None = None, lab: str | None = None)
             query = query.where(Submission.student_id == student_id)
         if lab is not None:
             query = query.where(Submission.lab == lab)
-        return session.execute(query.values(
-            status=QUEUED, priority=1, claims=0, claimed_by=None, claimed_at=None, result=None, score=None, error=None,
-            finished_at=None, seconds=None, regrades=Submission.regrades + 1)).rowcount
+        return session.execute(
+            query.values(
+                status=QUEUED,
+                priority=1,
+                claims=0,
+                claimed_by=None,
+                claimed_at=None,
+                result=None,
+                score=None,
+                error=None,
+                finished_at=None,
+                seconds=None,
+                regrades=Submission.regrades + 1,
+            )
+        ).rowcount
 
 
 def stats(session) -> dict:
     """The queue's length, and how old its oldest job is."""
-    counts = dict(session.execute(select(Submission.status, func.count()).group_by(Submission.status)).all())
-    oldest = session.scalar(select(func.min(Submission.created_at)).where(Submission.status == QUEUED))
-    return {"queued": counts.get(QUEUED, 0), "grading": counts.get(GRADING, 0), "graded": counts.get(GRADED, 0),
-            "error": counts.get(ERROR, 0), "oldest": (now() - oldest).total_seconds() if oldest else None}
+    counts = dict(
+        session.execute(select(Submission.status, func.count()).group_by(Submission.status)).all()
+    )
+    oldest = session.scalar(
+        select(func.min(Submission.created_at)).where(Submission.status == QUEUED)
+    )
+    return {
+        "queued": counts.get(QUEUED, 0),
+        "grading": counts.get(GRADING, 0),
+        "graded": counts.get(GRADED, 0),
+        "error": counts.get(ERROR, 0),
+        "oldest": (now() - oldest).total_seconds() if oldest else None,
+    }
