@@ -5,7 +5,8 @@ engine's own report code (``grades.csv``, the nbgrader gradebook, the class repo
 For tools that read the service's database (an LMS export, say)::
 
     from autograder.service.results import counted_results
-    results = counted_results("out/service.db", counted="best")   # list[GradeResult], one per student and lab
+    # list[GradeResult], one per student and lab
+    results = counted_results("out/service.db", counted="best")
 """
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ def grade_result(row: Submission) -> GradeResult | None:
     return result
 
 
-def attempts(session, student_id: str | None = None, lab: str | None = None, with_results: bool = True) -> list[Submission]:
+def attempts(
+    session, student_id: str | None = None, lab: str | None = None, with_results: bool = True
+) -> list[Submission]:
     """Submissions, newest first (of one student, of one lab, or all)."""
     query = select(Submission).order_by(Submission.created_at.desc(), Submission.id.desc())
     if student_id is not None:
@@ -49,7 +52,9 @@ def attempts(session, student_id: str | None = None, lab: str | None = None, wit
     return list(session.scalars(query))
 
 
-def counted_attempts(rows: list[Submission], policy: str = "last") -> dict[tuple[str, str], Submission]:
+def counted_attempts(
+    rows: list[Submission], policy: str = "last"
+) -> dict[tuple[str, str], Submission]:
     """(student, lab) -> the submission that counts among the graded ones: the last, or the best
     (the highest score; of equal scores, the last)."""
     if policy not in COUNTED:
@@ -60,15 +65,25 @@ def counted_attempts(rows: list[Submission], policy: str = "last") -> dict[tuple
             continue
         key = (row.student_id, row.lab)
         best = chosen.get(key)
-        order = (row.created_at, row.id) if policy == "last" else (row.score or 0, row.created_at, row.id)
-        if best is None or order > ((best.created_at, best.id) if policy == "last" else (best.score or 0, best.created_at, best.id)):
+        order = (
+            (row.created_at, row.id)
+            if policy == "last"
+            else (row.score or 0, row.created_at, row.id)
+        )
+        if best is None or order > (
+            (best.created_at, best.id)
+            if policy == "last"
+            else (best.score or 0, best.created_at, best.id)
+        ):
             chosen[key] = row
     return chosen
 
 
-def counted_results(database: Database | str, counted: str = "last", lab: str | None = None) -> list[GradeResult]:
-    """The counted attempt (``last`` or ``best``) of every student and lab as GradeResults, by student
-    and lab; ``database``: a :class:`Database`, or what ``--db`` takes (a path or a URL)."""
+def counted_results(
+    database: Database | str, counted: str = "last", lab: str | None = None
+) -> list[GradeResult]:
+    """The counted attempt (``last`` or ``best``) of every student and lab as GradeResults, by
+    student and lab; ``database``: a :class:`Database`, or what ``--db`` takes (a path or a URL)."""
     db = Database(database) if isinstance(database, str) else database
     try:
         with db.reading() as session:
@@ -99,12 +114,24 @@ def write_gradebook(results: list[GradeResult], path: Path) -> Path:
 
 def grading_seconds(session, last: int = 50) -> list[float]:
     """Grading times of the last graded submissions."""
-    return [seconds for seconds in session.scalars(
-        select(Submission.seconds).where(Submission.seconds.is_not(None)).order_by(Submission.finished_at.desc()).limit(last))]
+    return [
+        seconds
+        for seconds in session.scalars(
+            select(Submission.seconds)
+            .where(Submission.seconds.is_not(None))
+            .order_by(Submission.finished_at.desc())
+            .limit(last)
+        )
+    ]
 
 
 def waits(session, last: int = 50) -> list[float]:
-    """Seconds from submission to result of the last finished submissions (students' own, not re-grades)."""
-    rows = session.execute(select(Submission.created_at, Submission.finished_at).where(
-        Submission.finished_at.is_not(None), Submission.regrades == 0).order_by(Submission.finished_at.desc()).limit(last)).all()
+    """Seconds from submission to result of the last finished submissions (students' own, not
+    re-grades)."""
+    rows = session.execute(
+        select(Submission.created_at, Submission.finished_at)
+        .where(Submission.finished_at.is_not(None), Submission.regrades == 0)
+        .order_by(Submission.finished_at.desc())
+        .limit(last)
+    ).all()
     return [max((finished - created) / timedelta(seconds=1), 0.0) for created, finished in rows]
