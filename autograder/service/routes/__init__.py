@@ -1,1 +1,2 @@
-"""The service's routers: the HTTP API (api.py), students' pages (student.py), instructors' (dashboard.py)."""
+"""The service's routers: the HTTP API (api.py), students' pages (student.py), instructors'
+(dashboard.py)."""
