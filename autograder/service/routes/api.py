@@ -23,13 +23,19 @@ from autograder.service.uploads import save_upload
 
 router = APIRouter()
 
-UNAUTHORIZED = ("a missing or wrong token: send your personal token as 'Authorization: Bearer TOKEN' "
-                "(it is in the message your instructor sent you)")
+UNAUTHORIZED = (
+    "a missing or wrong token: send your personal token as 'Authorization: Bearer TOKEN' "
+    "(it is in the message your instructor sent you)"
+)
 NOT_FOUND = "no submission of yours has this id"
 
 
-def error(status: int, detail: str, word: str, headers: dict | None = None, **extra) -> JSONResponse:
-    return JSONResponse({"detail": detail, "status": word, **extra}, status_code=status, headers=headers)
+def error(
+    status: int, detail: str, word: str, headers: dict | None = None, **extra
+) -> JSONResponse:
+    return JSONResponse(
+        {"detail": detail, "status": word, **extra}, status_code=status, headers=headers
+    )
 
 
 def caller(request: Request) -> Principal | None:
@@ -41,27 +47,46 @@ def _unauthorized() -> JSONResponse:
     return error(401, UNAUTHORIZED, "unauthorized", {"WWW-Authenticate": "Bearer"})
 
 
-async def receive_notebook(request: Request, principal: Principal, form) -> Submission | JSONResponse:
+async def receive_notebook(
+    request: Request, principal: Principal, form
+) -> Submission | JSONResponse:
     """Queue the form's ``notebook`` for ``principal`` (shared by the API and the upload page)."""
     state = request.app.state
     upload = form.get("notebook")
     if not isinstance(upload, UploadFile):
-        return error(422, "no notebook: send the .ipynb file as the multipart form field 'notebook'", "no_notebook")
+        return error(
+            422,
+            "no notebook: send the .ipynb file as the multipart form field 'notebook'",
+            "no_notebook",
+        )
     path = await save_upload(upload, state.settings.max_upload_bytes)
     try:
-        row = await run_in_threadpool(accept, state.db, state.settings, principal.id, path, upload.filename)
+        row = await run_in_threadpool(
+            accept, state.db, state.settings, principal.id, path, upload.filename
+        )
     except Refused as refused:
-        return error(refused.status_code, refused.detail, refused.word, refused.headers, **refused.extra)
+        return error(
+            refused.status_code, refused.detail, refused.word, refused.headers, **refused.extra
+        )
     finally:
         path.unlink(missing_ok=True)
     state.wake()
     return row
 
 
-@router.post("/api/v1/submissions", status_code=202, summary="Hand in a notebook",
-             responses={401: {"description": "a missing or wrong token"}, 413: {"description": "an upload over the cap"},
-                        422: {"description": "not a notebook of a lab (status: the command line's status word)"},
-                        429: {"description": "rate-limited, or a submission of this lab still waiting (Retry-After)"}})
+@router.post(
+    "/api/v1/submissions",
+    status_code=202,
+    summary="Hand in a notebook",
+    responses={
+        401: {"description": "a missing or wrong token"},
+        413: {"description": "an upload over the cap"},
+        422: {"description": "not a notebook of a lab (status: the command line's status word)"},
+        429: {
+            "description": "rate-limited, or a submission of this lab still waiting (Retry-After)"
+        },
+    },
+)
 async def submit(request: Request):
     principal = await run_in_threadpool(caller, request)
     if principal is None:
@@ -71,9 +96,17 @@ async def submit(request: Request):
     if isinstance(row, JSONResponse):
         return row
     with request.app.state.db.reading() as session:
-        return JSONResponse({"id": row.id, "status": row.status, "lab": row.lab, "position": queue.position(session, row),
-                             "late": row.late, "url": str(request.url_for("student_submission", submission_id=row.id))},
-                            status_code=202)
+        return JSONResponse(
+            {
+                "id": row.id,
+                "status": row.status,
+                "lab": row.lab,
+                "position": queue.position(session, row),
+                "late": row.late,
+                "url": str(request.url_for("student_submission", submission_id=row.id)),
+            },
+            status_code=202,
+        )
 
 
 def _own(request: Request, principal: Principal, submission_id: str):
@@ -86,7 +119,10 @@ def _own(request: Request, principal: Principal, submission_id: str):
         return describe(session, row)
 
 
-@router.get("/api/v1/submissions/{submission_id}", summary="One of your submissions: its status, then its result")
+@router.get(
+    "/api/v1/submissions/{submission_id}",
+    summary="One of your submissions: its status, then its result",
+)
 def submission(request: Request, submission_id: str):
     principal = caller(request)
     if principal is None:
@@ -101,7 +137,12 @@ def submissions(request: Request):
     if principal is None:
         return _unauthorized()
     with request.app.state.db.reading() as session:
-        return JSONResponse([describe(session, row, feedback=False) for row in attempts(session, student_id=principal.id)])
+        return JSONResponse(
+            [
+                describe(session, row, feedback=False)
+                for row in attempts(session, student_id=principal.id)
+            ]
+        )
 
 
 @router.get("/health", summary="200 once the service can grade")
@@ -109,6 +150,10 @@ def health(request: Request):
     with request.app.state.db.reading() as session:
         graders = queue.graders_ready(session)
         waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
-    data = {"status": "ok" if graders else "starting", "graders": sum(g.workers for g in graders), "queue": waiting,
-            "max_upload_bytes": request.app.state.settings.max_upload_bytes}
+    data = {
+        "status": "ok" if graders else "starting",
+        "graders": sum(g.workers for g in graders),
+        "queue": waiting,
+        "max_upload_bytes": request.app.state.settings.max_upload_bytes,
+    }
     return JSONResponse(data, status_code=200 if graders else 503)
