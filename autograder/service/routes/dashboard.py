@@ -21,8 +21,15 @@ from autograder.report import class_report, feedback_html
 from autograder.service import queue, tokens
 from autograder.service.auth import SESSION_COOKIE, csrf_ok, set_cookie, start_session
 from autograder.service.models import INSTRUCTOR, Student, Submission
-from autograder.service.results import (attempts, counted_attempts, grade_result, grading_seconds, waits,
-                                        write_gradebook, write_grades_csv)
+from autograder.service.results import (
+    attempts,
+    counted_attempts,
+    grade_result,
+    grading_seconds,
+    waits,
+    write_gradebook,
+    write_grades_csv,
+)
 from autograder.service.routes.pages import feedback_page, render, see_other, signed_in, signin_form
 from autograder.service.routes.student import FORGED
 
@@ -49,12 +56,16 @@ async def sign_in(request: Request):
 
     def check():
         with db.reading() as session:
-            account = tokens.account_of(session, str(form.get("username") or ""), str(form.get("password") or ""))
+            account = tokens.account_of(
+                session, str(form.get("username") or ""), str(form.get("password") or "")
+            )
             return account.username if account else None
 
     username = await run_in_threadpool(check)
     if username is None:
-        return signin_form(request, "dashboard_signin.html", 401, message="Wrong user name or password.")
+        return signin_form(
+            request, "dashboard_signin.html", 401, message="Wrong user name or password."
+        )
     hours = request.app.state.settings.session_hours
     value = await run_in_threadpool(start_session, db, "password", hours, None, username)
     response = see_other("/dashboard")
@@ -75,7 +86,9 @@ def _counted(request: Request, session) -> list:
 
 
 def _figure_key(results) -> str:
-    return hashlib.sha256(repr(sorted((r.student_id, r.lab, r.score) for r in results)).encode()).hexdigest()[:16]
+    return hashlib.sha256(
+        repr(sorted((r.student_id, r.lab, r.score) for r in results)).encode()
+    ).hexdigest()[:16]
 
 
 @router.get("")
@@ -102,21 +115,55 @@ def dashboard(request: Request):
         parts = []
         for part in lab.parts:
             full = sum(1 for r in mine if part.part_id in r.parts and r.parts[part.part_id].passed)
-            parts.append({"part_id": part.part_id, "points": part.points, "share": full / len(mine) if mine else 0,
-                          "missed": len(mine) - full})
+            parts.append(
+                {
+                    "part_id": part.part_id,
+                    "points": part.points,
+                    "share": full / len(mine) if mine else 0,
+                    "missed": len(mine) - full,
+                }
+            )
         deadline = settings.deadlines.get(lab.lab_id)
-        labs.append({"lab_id": lab.lab_id, "title": lab.title, "graded": len(mine), "max_score": lab.max_score,
-                     "mean": sum(r.score for r in mine) / len(mine) if mine else 0, "parts": parts,
-                     "deadline": f"{deadline.due:%Y-%m-%d %H:%M} UTC ({'late marked' if deadline.late == 'mark' else 'late refused'})"
-                     if deadline else ""})
-    stats = {**counts, "slots": slots, "recent": len(recent), "grading_time": _duration(median(recent) if recent else None),
-             "wait": _duration(median(waited) if waited else None), "oldest": _duration(counts["oldest"])}
-    return render(request, "dashboard.html", 200, principal, labs=labs, stats=stats, students=students, refresh=REFRESH, lms=lms,
-                  counted=settings.counted, figure=_figure_key(results) if any(r.graded for r in results) else None)
+        labs.append(
+            {
+                "lab_id": lab.lab_id,
+                "title": lab.title,
+                "graded": len(mine),
+                "max_score": lab.max_score,
+                "mean": sum(r.score for r in mine) / len(mine) if mine else 0,
+                "parts": parts,
+                "deadline": f"{deadline.due:%Y-%m-%d %H:%M} UTC "
+                            f"({'late marked' if deadline.late == 'mark' else 'late refused'})"
+                if deadline
+                else "",
+            }
+        )
+    stats = {
+        **counts,
+        "slots": slots,
+        "recent": len(recent),
+        "grading_time": _duration(median(recent) if recent else None),
+        "wait": _duration(median(waited) if waited else None),
+        "oldest": _duration(counts["oldest"]),
+    }
+    return render(
+        request,
+        "dashboard.html",
+        200,
+        principal,
+        labs=labs,
+        stats=stats,
+        students=students,
+        refresh=REFRESH,
+        lms=lms,
+        counted=settings.counted,
+        figure=_figure_key(results) if any(r.graded for r in results) else None,
+    )
 
 
 def _report(request: Request, name: str) -> Path | None:
-    """The class report (``scores.png``, ``class_report.md``) of the counted attempts, drawn once per set of results."""
+    """The class report (``scores.png``, ``class_report.md``) of the counted attempts, drawn once
+    per set of results."""
     with request.app.state.db.reading() as session:
         results = [r for r in _counted(request, session) if r is not None]
     if not results:
@@ -162,8 +209,18 @@ def students(request: Request):
     tried: dict[str, int] = {}
     for row in rows:
         tried[row.student_id] = tried.get(row.student_id, 0) + 1
-    table = [{"student_id": s.student_id, "name": s.name, "on_roster": s.on_roster, "attempts": tried.get(s.student_id, 0),
-              "counted": {lab: row for (student, lab), row in chosen.items() if student == s.student_id}} for s in people]
+    table = [
+        {
+            "student_id": s.student_id,
+            "name": s.name,
+            "on_roster": s.on_roster,
+            "attempts": tried.get(s.student_id, 0),
+            "counted": {
+                lab: row for (student, lab), row in chosen.items() if student == s.student_id
+            },
+        }
+        for s in people
+    ]
     return render(request, "students.html", 200, principal, students=table, labs=list(all_labs()))
 
 
@@ -177,8 +234,18 @@ def student(request: Request, student_id: str):
         rows = attempts(session, student_id=student_id, with_results=False)
     if person is None:
         return render(request, "base.html", 404, principal, message="No such student.")
-    counted_ids = {row.id for row in counted_attempts(rows, request.app.state.settings.counted).values()}
-    return render(request, "student_detail.html", 200, principal, student=person, rows=rows, counted_ids=counted_ids)
+    counted_ids = {
+        row.id for row in counted_attempts(rows, request.app.state.settings.counted).values()
+    }
+    return render(
+        request,
+        "student_detail.html",
+        200,
+        principal,
+        student=person,
+        rows=rows,
+        counted_ids=counted_ids,
+    )
 
 
 @router.get("/submissions/{submission_id}")
@@ -191,10 +258,19 @@ def submission(request: Request, submission_id: int):
         position = queue.position(session, row) if row is not None else 0
     if row is None:
         return render(request, "base.html", 404, principal, message="No such submission.")
-    return render(request, "submission.html", 200, principal, row=row, position=position, staff=True,
-                  back=f"/dashboard/students/{row.student_id}", back_text=row.student_id,
-                  refresh=2 if row.status in ("queued", "grading") else None,
-                  feedback_url=f"/dashboard/submissions/{row.id}/feedback")
+    return render(
+        request,
+        "submission.html",
+        200,
+        principal,
+        row=row,
+        position=position,
+        staff=True,
+        back=f"/dashboard/students/{row.student_id}",
+        back_text=row.student_id,
+        refresh=2 if row.status in ("queued", "grading") else None,
+        feedback_url=f"/dashboard/submissions/{row.id}/feedback",
+    )
 
 
 @router.get("/submissions/{submission_id}/feedback")
@@ -219,12 +295,16 @@ async def regrade(request: Request):
     if not csrf_ok(request, form.get("csrf"), principal):
         return render(request, "base.html", 403, principal, message=FORGED)
     if principal.kind != INSTRUCTOR:
-        return render(request, "base.html", 403, principal, message="Only instructors can re-grade.")
+        return render(
+            request, "base.html", 403, principal, message="Only instructors can re-grade."
+        )
     student_id, lab = form.get("student") or None, form.get("lab") or None
     if lab is not None and lab not in all_labs():
         return render(request, "base.html", 422, principal, message="No such lab.")
     if student_id is None and lab is None:
-        return render(request, "base.html", 422, principal, message="Say which student or lab to re-grade.")
+        return render(
+            request, "base.html", 422, principal, message="Say which student or lab to re-grade."
+        )
     await run_in_threadpool(queue.regrade, request.app.state.db, student_id, lab)
     request.app.state.wake()
     return see_other(f"/dashboard/students/{student_id}" if student_id else "/dashboard")
@@ -247,7 +327,12 @@ async def grades_csv(request: Request):
     if await run_in_threadpool(_staff, request) is None:
         return see_other("/dashboard/signin")
     path, folder = await run_in_threadpool(_download, request, "grades.csv")
-    return FileResponse(path, media_type="text/csv; charset=utf-8", filename="grades.csv", background=BackgroundTask(_remove, folder))
+    return FileResponse(
+        path,
+        media_type="text/csv; charset=utf-8",
+        filename="grades.csv",
+        background=BackgroundTask(_remove, folder),
+    )
 
 
 @router.get("/gradebook.db")
