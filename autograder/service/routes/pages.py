@@ -13,8 +13,16 @@ def signed_in(request: Request) -> Principal | None:
     return identify(request, request.app.state.db, request.app.state.web_auth)
 
 
-def render(request: Request, template: str, status: int = 200, principal: Principal | None = None, **context) -> HTMLResponse:
-    page = request.app.state.templates.get_template(template).render(course=current().name, principal=principal, **context)
+def render(
+    request: Request,
+    template: str,
+    status: int = 200,
+    principal: Principal | None = None,
+    **context,
+) -> HTMLResponse:
+    page = request.app.state.templates.get_template(template).render(
+        course=current().name, principal=principal, **context
+    )
     return HTMLResponse(page, status_code=status)
 
 
