@@ -16,7 +16,8 @@ from autograder.service.routes.api import receive_notebook
 from autograder.service.routes.pages import feedback_page, render, see_other, signed_in, signin_form
 
 router = APIRouter(include_in_schema=False)
-FORGED = "this form did not come from this site's own page (or it is too old): reload the page and try again"
+FORGED = ("this form did not come from this site's own page (or it is too old): reload the page "
+          "and try again")
 
 
 @router.get("/")
@@ -42,11 +43,23 @@ async def sign_in(request: Request):
 
     student_id = await run_in_threadpool(check)
     if student_id is None:
-        return signin_form(request, "signin.html", 401,
-                           message="This token was not accepted: copy it again from your instructor's message (it is case-sensitive).")
-    value = await run_in_threadpool(start_session, db, "token", request.app.state.settings.session_hours, student_id)
+        return signin_form(
+            request,
+            "signin.html",
+            401,
+            message="This token was not accepted: copy it again from your instructor's message (it "
+                    "is case-sensitive).",
+        )
+    value = await run_in_threadpool(
+        start_session, db, "token", request.app.state.settings.session_hours, student_id
+    )
     response = see_other("/me")
-    set_cookie(response, SESSION_COOKIE, value, max_age=int(request.app.state.settings.session_hours * 3600))
+    set_cookie(
+        response,
+        SESSION_COOKIE,
+        value,
+        max_age=int(request.app.state.settings.session_hours * 3600),
+    )
     return response
 
 
@@ -72,9 +85,23 @@ def _my_page(request: Request, principal, status: int = 200, message: str | None
     with request.app.state.db.reading() as session:
         rows = attempts(session, student_id=principal.id, with_results=False)
     counted_ids = {row.id for row in counted_attempts(rows, settings.counted).values()}
-    rate = f"{settings.rate_limit} submissions per {settings.rate_window / 3600:g} hour(s)" if settings.rate_limit else ""
-    return render(request, "me.html", status, principal, rows=rows, counted_ids=counted_ids, message=message, rate=rate,
-                  counted=settings.counted, deadlines=sorted(settings.deadlines.items()))
+    rate = (
+        f"{settings.rate_limit} submissions per {settings.rate_window / 3600:g} hour(s)"
+        if settings.rate_limit
+        else ""
+    )
+    return render(
+        request,
+        "me.html",
+        status,
+        principal,
+        rows=rows,
+        counted_ids=counted_ids,
+        message=message,
+        rate=rate,
+        counted=settings.counted,
+        deadlines=sorted(settings.deadlines.items()),
+    )
 
 
 @router.get("/me")
@@ -98,7 +125,9 @@ async def upload(request: Request):
         import json
 
         answer = json.loads(row.body)
-        return await run_in_threadpool(_my_page, request, principal, row.status_code, answer["detail"])
+        return await run_in_threadpool(
+            _my_page, request, principal, row.status_code, answer["detail"]
+        )
     return see_other(f"/me/submissions/{row.id}")
 
 
@@ -120,16 +149,31 @@ def my_submission(request: Request, submission_id: str):
         return see_other("/")
     row, position = _mine(request, principal, submission_id)
     if row is None:
-        return render(request, "base.html", 404, principal, message="No submission of yours has this number.")
-    return render(request, "submission.html", 200, principal, row=row, position=position, back="/me",
-                  back_text="your submissions", refresh=2 if row.status in PENDING else None,
-                  feedback_url=f"/me/submissions/{row.id}/feedback")
+        return render(
+            request, "base.html", 404, principal, message="No submission of yours has this number."
+        )
+    return render(
+        request,
+        "submission.html",
+        200,
+        principal,
+        row=row,
+        position=position,
+        back="/me",
+        back_text="your submissions",
+        refresh=2 if row.status in PENDING else None,
+        feedback_url=f"/me/submissions/{row.id}/feedback",
+    )
 
 
 @router.get("/me/submissions/{submission_id}/feedback")
 def my_feedback(request: Request, submission_id: str):
     principal = _student(request)
-    row, _ = _mine(request, principal, submission_id, with_result=True) if principal is not None else (None, 0)
+    row, _ = (
+        _mine(request, principal, submission_id, with_result=True)
+        if principal is not None
+        else (None, 0)
+    )
     result = grade_result(row) if row is not None else None
     if result is None:
         return render(request, "base.html", 404, principal, message="No feedback here (yet).")
