@@ -1,4 +1,5 @@
-"""ServiceSettings: everything the service is told at start, in one object (the command line fills it).
+"""ServiceSettings: everything the service is told at start, in one object (the command line fills
+it).
 
 Times are kept as naive UTC datetimes (what the database stores); a deadline written without a
 UTC offset is read in the server's local time zone.
@@ -22,9 +23,10 @@ from pathlib import Path
 from autograder.grade import Settings
 
 LATE_POLICIES = ("mark", "refuse")
-# How an LTI launch's user is found on the roster (docs/LTI.md): the launch's email and the roster's email
-# column; the LMS's SIS id (lis person_sourcedid), its LTI user id ("sub") or a custom parameter student_id
-# and the roster's student_id.
+# How an LTI launch's user is found on the roster (docs/LTI.md): the launch's email and the roster's
+# email column; the LMS's SIS id (lis person_sourcedid), its LTI user id ("sub") or a custom
+# parameter
+# student_id and the roster's student_id.
 LTI_IDENTITIES = ("email", "sourcedid", "sub", "custom")
 COUNTED = ("last", "best")
 MiB = 1024 * 1024
@@ -53,22 +55,32 @@ class ServiceSettings:
     counted: str = "last"  # the attempt that counts: the last graded, or the best
     workers: int = 2  # local grading processes (serve --workers: limits.default_workers())
     scheduler: str | None = None  # a Dask scheduler instead of local processes
-    dask_security: object | None = None  # distributed.security.Security, see autograder.batch.dask_security
+    # distributed.security.Security, see autograder.batch.dask_security
+    dask_security: object | None = None
     grading: Settings = field(default_factory=Settings)
     session_hours: float = 12.0
-    poll_seconds: float = 0.25  # how often an idle grading process looks at the queue (it is also woken)
+    # how often an idle grading process looks at the queue (it is also woken)
+    poll_seconds: float = 0.25
     log_level: str = "info"
-    lti_config: Path | None = None  # LTI 1.3: the platforms this service is registered with (pylti1p3's JSON)
+    # LTI 1.3: the platforms this service is registered with (pylti1p3's JSON)
+    lti_config: Path | None = None
     lti_identity: str = "email"  # how a launch's user is found on the roster, one of LTI_IDENTITIES
 
     def __post_init__(self):
         if self.lti_identity not in LTI_IDENTITIES:
-            raise ValueError(f"an LTI user is found by {', '.join(LTI_IDENTITIES)}, not {self.lti_identity!r}")
+            raise ValueError(
+                f"an LTI user is found by {', '.join(LTI_IDENTITIES)}, not {self.lti_identity!r}"
+            )
         if self.counted not in COUNTED:
-            raise ValueError(f"the counted attempt is one of {', '.join(COUNTED)}, not {self.counted!r}")
+            raise ValueError(
+                f"the counted attempt is one of {', '.join(COUNTED)}, not {self.counted!r}"
+            )
         for lab, deadline in self.deadlines.items():
             if deadline.late not in LATE_POLICIES:
-                raise ValueError(f"{lab}: a late submission is {' or '.join(LATE_POLICIES)}d, not {deadline.late!r}")
+                raise ValueError(
+                    f"{lab}: a late submission is {' or '.join(LATE_POLICIES)}d, not "
+                    f"{deadline.late!r}"
+                )
 
     @property
     def loopback(self) -> bool:
@@ -82,8 +94,10 @@ class ServiceSettings:
 def is_loopback(host: str) -> bool:
     """Does ``host`` name only this machine?
 
-    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("localhost"), is_loopback("0.0.0.0")
-    (True, True, True, False)
+    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("localhost")
+    (True, True, True)
+    >>> is_loopback("0.0.0.0")
+    False
     """
     if host == "localhost":
         return True
@@ -110,7 +124,10 @@ def parse_deadline(text: str, late: str = "mark") -> tuple[str, Deadline]:
     try:
         due = datetime.fromisoformat(when.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(f"{text!r}: {when.strip()!r} is not an ISO 8601 date and time, e.g. 2026-12-01T23:59+01:00") from None
+        raise ValueError(
+            f"{text!r}: {when.strip()!r} is not an ISO 8601 date and time, e.g. "
+            "2026-12-01T23:59+01:00"
+        ) from None
     return lab.strip(), Deadline(utc(due), late)
 
 
@@ -120,11 +137,16 @@ def read_deadlines(path: Path, late: str = "mark") -> dict[str, Deadline]:
     with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         if not reader.fieldnames or not {"lab", "deadline"} <= set(reader.fieldnames):
-            raise ValueError(f"{path}: the deadlines file needs a header with the columns lab,deadline (and optionally late)")
+            raise ValueError(
+                f"{path}: the deadlines file needs a header with the columns lab,deadline (and "
+                "optionally late)"
+            )
         for line, row in enumerate(reader, start=2):
             policy = (row.get("late") or late).strip()
             if policy not in LATE_POLICIES:
-                raise ValueError(f"{path}, line {line}: late is {' or '.join(LATE_POLICIES)}, not {policy!r}")
+                raise ValueError(
+                    f"{path}, line {line}: late is {' or '.join(LATE_POLICIES)}, not {policy!r}"
+                )
             try:
                 lab, deadline = parse_deadline(f"{row['lab']}={row['deadline']}", policy)
             except ValueError as error:
@@ -133,7 +155,18 @@ def read_deadlines(path: Path, late: str = "mark") -> dict[str, Deadline]:
     return deadlines
 
 
-_UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+_UNITS = {
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "h": 3600,
+    "hour": 3600,
+    "d": 86400,
+    "day": 86400,
+}
 
 
 def parse_rate(text: str) -> tuple[int, float]:
