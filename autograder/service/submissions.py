@@ -32,7 +32,8 @@ from autograder.service.settings import ServiceSettings, now
 
 @dataclass
 class Refused(Exception):
-    """A submission that is not taken: the HTTP status, what to tell the student, a word for programs."""
+    """A submission that is not taken: the HTTP status, what to tell the student, a word for
+    programs."""
 
     status_code: int
     detail: str
@@ -45,10 +46,15 @@ class Refused(Exception):
 
 
 def safe_file_name(name: str | None) -> str:
-    """The uploaded file's name as shown back: its last path part, printable, at most 200 characters.
+    """The uploaded file's name as shown back: its last path part, printable, at most 200
+    characters.
 
-    >>> safe_file_name("C:\\\\Users\\\\ann\\\\toy_bpe (1).ipynb"), safe_file_name("../../etc/passwd"), safe_file_name("")
-    ('toy_bpe (1).ipynb', 'passwd', 'notebook.ipynb')
+    >>> safe_file_name("C:\\\\Users\\\\ann\\\\toy_bpe (1).ipynb")
+    'toy_bpe (1).ipynb'
+    >>> safe_file_name("../../etc/passwd")
+    'passwd'
+    >>> safe_file_name("")
+    'notebook.ipynb'
     """
     name = re.split(r"[\\\\/]", name or "")[-1]
     name = "".join(ch for ch in unicodedata.normalize("NFC", name) if ch.isprintable()).strip()
@@ -68,14 +74,17 @@ def _window(seconds: float) -> str:
 
 
 def expected_wait(session, slots: int = 1) -> int:
-    """Seconds a new job is likely to wait for its result: the queue ahead times the usual grading time."""
+    """Seconds a new job is likely to wait for its result: the queue ahead times the usual grading
+    time."""
     recent = grading_seconds(session, 20)
     usual = median(recent) if recent else 10.0
     waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
     return max(2, math.ceil(usual * (1 + waiting / max(slots, 1))))
 
 
-def accept(db: Database, settings: ServiceSettings, student_id: str, path: Path, file_name: str) -> Submission:
+def accept(
+    db: Database, settings: ServiceSettings, student_id: str, path: Path, file_name: str
+) -> Submission:
     """Queue the notebook at ``path`` for ``student_id``, or raise :class:`Refused`."""
     intake = read_submission(path, student_id)
     if intake.status != "ok":
@@ -85,36 +94,75 @@ def accept(db: Database, settings: ServiceSettings, student_id: str, path: Path,
     deadline = settings.deadlines.get(lab)
     late = deadline is not None and created > deadline.due
     if late and deadline.late == "refuse":
-        raise Refused(403, f"the deadline for {lab} was {_when(deadline.due)}; late submissions of this lab are not "
-                           "accepted: ask your instructor", "late", extra={"deadline": deadline.due.isoformat() + "Z"})
+        raise Refused(
+            403,
+            f"the deadline for {lab} was {_when(deadline.due)}; late submissions of this lab are "
+            "not accepted: ask your instructor",
+            "late",
+            extra={"deadline": deadline.due.isoformat() + "Z"},
+        )
     data = Path(path).read_bytes()
     try:
         with db.writing() as session:
             if settings.rate_limit:
                 since = created - timedelta(seconds=settings.rate_window)
-                times = list(session.scalars(select(Submission.created_at).where(
-                    Submission.student_id == student_id, Submission.lab == lab, Submission.created_at > since)
-                    .order_by(Submission.created_at)))
+                times = list(
+                    session.scalars(
+                        select(Submission.created_at)
+                        .where(
+                            Submission.student_id == student_id,
+                            Submission.lab == lab,
+                            Submission.created_at > since,
+                        )
+                        .order_by(Submission.created_at)
+                    )
+                )
                 if len(times) >= settings.rate_limit:
-                    allowed = times[len(times) - settings.rate_limit] + timedelta(seconds=settings.rate_window)
+                    allowed = times[len(times) - settings.rate_limit] + timedelta(
+                        seconds=settings.rate_window
+                    )
                     retry = max(1, math.ceil((allowed - created).total_seconds()))
-                    raise Refused(429, f"you have handed in {lab} {len(times)} times in the last {_window(settings.rate_window)}, "
-                                       f"the most allowed: you can submit again at {_when(allowed)} (in {retry} s)",
-                                  "rate_limited", {"Retry-After": str(retry)},
-                                  {"retry_after": retry, "next_allowed_at": allowed.isoformat() + "Z"})
-            row = Submission(student_id=student_id, lab=lab, file_name=safe_file_name(file_name), sha256=intake.sha256,
-                             size=len(data), notebook=data, created_at=created, late=late, status=QUEUED, priority=0,
-                             pending_key=f"{student_id}/{lab}", claims=0, regrades=0)
+                    raise Refused(
+                        429,
+                        f"you have handed in {lab} {len(times)} times in the last "
+                        f"{_window(settings.rate_window)}, the most allowed: you can submit again "
+                        f"at {_when(allowed)} (in {retry} s)",
+                        "rate_limited",
+                        {"Retry-After": str(retry)},
+                        {"retry_after": retry, "next_allowed_at": allowed.isoformat() + "Z"},
+                    )
+            row = Submission(
+                student_id=student_id,
+                lab=lab,
+                file_name=safe_file_name(file_name),
+                sha256=intake.sha256,
+                size=len(data),
+                notebook=data,
+                created_at=created,
+                late=late,
+                status=QUEUED,
+                priority=0,
+                pending_key=f"{student_id}/{lab}",
+                claims=0,
+                regrades=0,
+            )
             session.add(row)
             session.flush()
     except IntegrityError:
         with db.reading() as session:
-            pending = session.scalars(select(Submission).where(Submission.pending_key == f"{student_id}/{lab}")).first()
+            pending = session.scalars(
+                select(Submission).where(Submission.pending_key == f"{student_id}/{lab}")
+            ).first()
             retry = expected_wait(session)
         number = f" #{pending.id}" if pending is not None else ""
-        raise Refused(429, f"your submission{number} of {lab} is still waiting for its result: one submission of a lab "
-                           f"at a time, so wait for it, then submit again (try in about {retry} s)", "one_at_a_time",
-                      {"Retry-After": str(retry)}, {"retry_after": retry, "pending": pending.id if pending else None}) from None
+        raise Refused(
+            429,
+            f"your submission{number} of {lab} is still waiting for its result: one submission of "
+            f"a lab at a time, so wait for it, then submit again (try in about {retry} s)",
+            "one_at_a_time",
+            {"Retry-After": str(retry)},
+            {"retry_after": retry, "pending": pending.id if pending else None},
+        ) from None
     return row
 
 
@@ -123,18 +171,40 @@ def describe(session, row: Submission, feedback: bool = True) -> dict:
     from autograder.service.results import grade_result
 
     result = grade_result(row) if row.status not in PENDING else None
-    data = {"id": row.id, "status": row.status, "lab": row.lab, "score": row.score, "max_score": row.max_score,
-            "parts": {part_id: part.score for part_id, part in result.parts.items()} if result else {},
-            "feedback_html": None, "error": row.error,
-            "position": queue.position(session, row), "file_name": row.file_name, "late": row.late,
-            "submitted_at": row.created_at.isoformat() + "Z",
-            "graded_at": row.finished_at.isoformat() + "Z" if row.finished_at and row.status not in PENDING else None,
-            "grading_seconds": row.seconds if row.status not in PENDING else None}
+    data = {
+        "id": row.id,
+        "status": row.status,
+        "lab": row.lab,
+        "score": row.score,
+        "max_score": row.max_score,
+        "parts": {part_id: part.score for part_id, part in result.parts.items()} if result else {},
+        "feedback_html": None,
+        "error": row.error,
+        "position": queue.position(session, row),
+        "file_name": row.file_name,
+        "late": row.late,
+        "submitted_at": row.created_at.isoformat() + "Z",
+        "graded_at": row.finished_at.isoformat() + "Z"
+        if row.finished_at and row.status not in PENDING
+        else None,
+        "grading_seconds": row.seconds if row.status not in PENDING else None,
+    }
     if result is not None:
-        data["feedback"] = [{"part": part_id, "score": part.score, "max_score": part.max_score, "message": part.message,
-                             "visible_check": part.visible_check} for part_id, part in result.parts.items()]
-        data["cells"] = [{"cell": cell.cell, "kind": cell.kind, "status": cell.status, "error": cell.error}
-                         for cell in result.cells if cell.kind != "given"]
+        data["feedback"] = [
+            {
+                "part": part_id,
+                "score": part.score,
+                "max_score": part.max_score,
+                "message": part.message,
+                "visible_check": part.visible_check,
+            }
+            for part_id, part in result.parts.items()
+        ]
+        data["cells"] = [
+            {"cell": cell.cell, "kind": cell.kind, "status": cell.status, "error": cell.error}
+            for cell in result.cells
+            if cell.kind != "given"
+        ]
         if feedback:
             from autograder.report import feedback_html
 
