@@ -47,16 +47,21 @@ class RosterRow:
 
 
 def roster_rows(path: Path) -> list[RosterRow]:
-    """The students of a roster CSV (``grade --roster``'s format: a ``student_id`` column, and any of
-    ``user_id``, ``name``, ``login``, ``email``). Raises ``ValueError`` saying what is wrong."""
-    read_roster(Path(path))  # the same checks as grade --roster (header, empty ids, a user id given twice)
+    """The students of a roster CSV (``grade --roster``'s format: a ``student_id`` column, and any
+    of ``user_id``, ``name``, ``login``, ``email``). Raises ``ValueError`` saying what is wrong."""
+    # the same checks as grade --roster (header, empty ids, a user id given twice)
+    read_roster(Path(path))
     rows: dict[str, RosterRow] = {}
     with open(path, newline="", encoding="utf-8-sig") as handle:
         for row in csv.DictReader(handle):
             student = (row.get("student_id") or "").strip()
             if len(student) > 200:
-                raise ValueError(f"{path}: the student id {student[:40]!r}... is longer than 200 characters")
-            rows[student] = RosterRow(student, (row.get("name") or "").strip(), (row.get("email") or "").strip())
+                raise ValueError(
+                    f"{path}: the student id {student[:40]!r}... is longer than 200 characters"
+                )
+            rows[student] = RosterRow(
+                student, (row.get("name") or "").strip(), (row.get("email") or "").strip()
+            )
     return list(rows.values())
 
 
@@ -69,7 +74,15 @@ def load_roster(session, rows: list[RosterRow]) -> tuple[int, int]:
     for row in rows:
         student = known.get(row.student_id)
         if student is None:
-            session.add(Student(student_id=row.student_id, name=row.name, email=row.email, on_roster=True, added_at=now()))
+            session.add(
+                Student(
+                    student_id=row.student_id,
+                    name=row.name,
+                    email=row.email,
+                    on_roster=True,
+                    added_at=now(),
+                )
+            )
             added += 1
         else:
             student.name, student.email, student.on_roster = row.name, row.email, True
@@ -81,17 +94,24 @@ def load_roster(session, rows: list[RosterRow]) -> tuple[int, int]:
 
 
 def active_token(session, student_id: str) -> Token | None:
-    return session.scalars(select(Token).where(Token.student_id == student_id, Token.revoked_at.is_(None))).first()
+    return session.scalars(
+        select(Token).where(Token.student_id == student_id, Token.revoked_at.is_(None))
+    ).first()
 
 
 def ever_issued(session, student_id: str) -> bool:
-    return session.scalars(select(Token.id).where(Token.student_id == student_id)).first() is not None
+    return (
+        session.scalars(select(Token.id).where(Token.student_id == student_id)).first() is not None
+    )
 
 
 def revoke(session, student_id: str) -> int:
     """Revoke every token of the student; returns how many were active."""
-    return session.execute(update(Token).where(Token.student_id == student_id, Token.revoked_at.is_(None))
-                           .values(revoked_at=now())).rowcount
+    return session.execute(
+        update(Token)
+        .where(Token.student_id == student_id, Token.revoked_at.is_(None))
+        .values(revoked_at=now())
+    ).rowcount
 
 
 def issue(session, student_id: str) -> str:
@@ -99,7 +119,9 @@ def issue(session, student_id: str) -> str:
     revoke(session, student_id)
     token = new_token()
     selector = token.split(".", 1)[0]
-    session.add(Token(student_id=student_id, selector=selector, digest=digest(token), created_at=now()))
+    session.add(
+        Token(student_id=student_id, selector=selector, digest=digest(token), created_at=now())
+    )
     return token
 
 
@@ -111,7 +133,11 @@ def student_of(session, token: str) -> Student | None:
         return None
     row = session.scalars(select(Token).where(Token.selector == selector)).first()
     expected = row.digest if row is not None else digest(secrets.token_hex(16))
-    if not hmac.compare_digest(digest(token), expected) or row is None or row.revoked_at is not None:
+    if (
+        not hmac.compare_digest(digest(token), expected)
+        or row is None
+        or row.revoked_at is not None
+    ):
         return None
     student = session.get(Student, row.student_id)
     return student if student is not None and student.on_roster else None
@@ -125,13 +151,23 @@ _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 def hash_password(password: str) -> str:
     salt = os.urandom(16)
     key = hashlib.scrypt(password.encode("utf-8"), salt=salt, dklen=32, **_SCRYPT)
-    return "scrypt${n}${r}${p}$".format(**_SCRYPT) + f"{base64.b64encode(salt).decode()}${base64.b64encode(key).decode()}"
+    return (
+        "scrypt${n}${r}${p}$".format(**_SCRYPT)
+        + f"{base64.b64encode(salt).decode()}${base64.b64encode(key).decode()}"
+    )
 
 
 def check_password(password: str, stored: str) -> bool:
     try:
         _, n, r, p, salt, key = stored.split("$")
-        found = hashlib.scrypt(password.encode("utf-8"), salt=base64.b64decode(salt), dklen=32, n=int(n), r=int(r), p=int(p))
+        found = hashlib.scrypt(
+            password.encode("utf-8"),
+            salt=base64.b64decode(salt),
+            dklen=32,
+            n=int(n),
+            r=int(r),
+            p=int(p),
+        )
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(found, base64.b64decode(key))
@@ -150,17 +186,40 @@ def account_of(session, username: str, password: str) -> Account | None:
 def set_account(session, username: str, role: str, password: str) -> Account:
     if role not in ROLES:
         raise ValueError(f"a role is {' or '.join(ROLES)}, not {role!r}")
-    if not username or len(username) > 100 or not username.isprintable() or username != username.strip():
-        raise ValueError(f"{username!r} is not a user name (1 to 100 printable characters, no leading or trailing space)")
+    if (
+        not username
+        or len(username) > 100
+        or not username.isprintable()
+        or username != username.strip()
+    ):
+        raise ValueError(
+            f"{username!r} is not a user name (1 to 100 printable characters, no leading or "
+            "trailing space)"
+        )
     if len(password) < 10:
         raise ValueError("a password has at least 10 characters")
     account = session.get(Account, username)
     if account is None:
-        account = Account(username=username, role=role, password=hash_password(password), created_at=now(), disabled=False)
+        account = Account(
+            username=username,
+            role=role,
+            password=hash_password(password),
+            created_at=now(),
+            disabled=False,
+        )
         session.add(account)
     else:
         account.role, account.password, account.disabled = role, hash_password(password), False
     return account
 
 
-__all__ = ["INSTRUCTOR", "issue", "revoke", "student_of", "account_of", "set_account", "load_roster", "roster_rows"]
+__all__ = [
+    "INSTRUCTOR",
+    "issue",
+    "revoke",
+    "student_of",
+    "account_of",
+    "set_account",
+    "load_roster",
+    "roster_rows",
+]
