@@ -17,8 +17,10 @@ class TooLarge(Exception):
 
 
 def too_large_message(limit: int) -> str:
-    return (f"this file is larger than the service takes ({limit / 1024 / 1024:g} MB): clear the notebook's outputs "
-            "(Edit → Clear all outputs), save it and submit again")
+    return (
+        f"this file is larger than the service takes ({limit / 1024 / 1024:g} MB): clear the "
+        "notebook's outputs (Edit → Clear all outputs), save it and submit again"
+    )
 
 
 class UploadCap:
@@ -33,10 +35,20 @@ class UploadCap:
         limit = self.limit + ENVELOPE
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
-            body = json.dumps({"detail": too_large_message(self.limit), "status": "file_too_large"}).encode()
-            await send({"type": "http.response.start", "status": 413,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                    (b"connection", b"close")]})
+            body = json.dumps(
+                {"detail": too_large_message(self.limit), "status": "file_too_large"}
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 413,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"connection", b"close"),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         received = 0
