@@ -30,7 +30,8 @@ _OWNED = re.compile(r"^bpe-[a-z]+-(\d+)\.([0-9a-z]+)-")
 
 
 def _start_of(pid: int) -> int | None:
-    """The start time of process ``pid`` in hundredths of a second since the epoch; None if there is none."""
+    """The start time of process ``pid`` in hundredths of a second since the epoch; None if there is
+    none."""
     import psutil
 
     try:
@@ -55,7 +56,8 @@ def _base36(number: int) -> str:
 
 
 def owner_of(name: str) -> tuple[int, int] | None:
-    """(pid, start time) of the process that made the folder ``name``; None for a name of another form."""
+    """(pid, start time) of the process that made the folder ``name``; None for a name of another
+    form."""
     found = _OWNED.match(name)
     return (int(found.group(1)), int(found.group(2), 36)) if found else None
 
