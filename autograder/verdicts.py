@@ -31,11 +31,12 @@ LEFT_OUT = "…"  # stands for a value the grader does not repeat
 
 
 class TooSlow(AssertionError):
-    """A hidden test's speed check failed. The message is the grader's: the advice (a string constant
-    of the hidden-test source) and the measured multiple of the reference's time.
+    """A hidden test's speed check failed. The message is the grader's: the advice (a string
+    constant of the hidden-test source) and the measured multiple of the reference's time.
 
-    >>> str(TooSlow("count each distinct word once", 12.34, 8))
-    "count each distinct word once (your code took 12.3× the reference's time, measured in this grading run; the limit is 8×)"
+    >>> str(TooSlow("count each distinct word once", 12.34, 8))  # doctest: +NORMALIZE_WHITESPACE
+    "count each distinct word once (your code took 12.3× the reference's time, measured in this
+    grading run; the limit is 8×)"
     """
 
     def __init__(self, advice: str, multiple: float, limit: float):
@@ -43,12 +44,15 @@ class TooSlow(AssertionError):
         super().__init__(self.text(advice))
 
     def text(self, advice: str) -> str:
-        return (f"{advice} (your code took {_times(self.multiple)} the reference's time, measured in this grading run; "
-                f"the limit is {_times(self.limit)})")
+        return (
+            f"{advice} (your code took {_times(self.multiple)} the reference's time, measured in "
+            f"this grading run; the limit is {_times(self.limit)})"
+        )
 
 
 def _times(multiple: float) -> str:
-    """``12.34 -> '12.3×'``, ``2.468 -> '2.47×'``: three significant digits at most (a few bits of a kernel's timing)."""
+    """``12.34 -> '12.3×'``, ``2.468 -> '2.47×'``: three significant digits at most (a few bits of a
+    kernel's timing)."""
     if multiple != multiple or multiple == float("inf"):
         return "many times"
     return f"{float(f'{multiple:.3g}'):g}×"
@@ -58,7 +62,11 @@ def _times(multiple: float) -> str:
 def _source_facts(hidden_tests: str) -> tuple[frozenset[str], tuple[ast.Assert, ...]]:
     """The string constants of a part's hidden tests, and its ``assert`` statements."""
     tree = ast.parse(hidden_tests)
-    constants = frozenset(node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str))
+    constants = frozenset(
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
     asserts = tuple(node for node in ast.walk(tree) if isinstance(node, ast.Assert))
     return constants, asserts
 
@@ -77,7 +85,8 @@ def assertion_text(error: AssertionError, hidden_tests: str, filename: str) -> s
     """The message of the hidden test's failing ``assert``, rendered from the hidden-test source.
 
     Only text of the source itself is shown: a constant message as written; in an f-string, a name
-    whose value is one of the source's string constants (the case's rule), every other value as ``…``.
+    whose value is one of the source's string constants (the case's rule), every other value as
+    ``…``.
     """
     if isinstance(error, TooSlow):
         constants, _ = _source_facts(hidden_tests)
@@ -110,9 +119,9 @@ def _render(node: ast.AST, frame, constants: frozenset[str]) -> str:
 
 
 def raised(said: "StudentError") -> str:
-    """``on a hidden test input, tokenize raised ValueError``: what the feedback may say of an exception
-    from the student's code (a :class:`~autograder.course_interface.StudentError`, which the grader
-    writes: never the kernel's own text)."""
+    """``on a hidden test input, tokenize raised ValueError``: what the feedback may say of an
+    exception from the student's code (a :class:`~autograder.course_interface.StudentError`, which
+    the grader writes: never the kernel's own text)."""
     return f"on a hidden test input, {said}"
 
 
@@ -126,6 +135,12 @@ def out_of_time(seconds: float) -> str:
     return f"the hidden tests of this part ran out of time ({seconds:g} s): your code is too slow"
 
 
-KERNEL_DIED = ("the kernel died or stopped answering while running your code (memory limit, exit or crash)")
-NOT_GRADED = "this part could not be graded: the kernel stopped answering while the grader prepared it"
-NOT_CHECKABLE = "what your code returned could not be checked: compare its type and shape with the task"
+KERNEL_DIED = (
+    "the kernel died or stopped answering while running your code (memory limit, exit or crash)"
+)
+NOT_GRADED = (
+    "this part could not be graded: the kernel stopped answering while the grader prepared it"
+)
+NOT_CHECKABLE = (
+    "what your code returned could not be checked: compare its type and shape with the task"
+)
