@@ -33,7 +33,8 @@ from autograder import isolation, tempdirs
 
 def _serve(connection, function: Callable, memory_bytes: int, siblings: list) -> None:
     """A worker's life: set its own memory limit, then grade whatever the parent sends."""
-    for other in siblings:  # the parent's ends of the other workers' pipes, inherited by fork: without
+    # the parent's ends of the other workers' pipes, inherited by fork: without
+    for other in siblings:
         other.close()       # closing them, a sibling would never see end-of-file if the parent died
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     # A grader killed hard takes its workers along (and they their zygotes and kernels): waiting for
@@ -45,7 +46,10 @@ def _serve(connection, function: Callable, memory_bytes: int, siblings: list) ->
     if memory_bytes > 0:
         # the soft limit only: a kernel this worker starts sets its own (lower or higher) limit
         _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard), hard))
+        resource.setrlimit(
+            resource.RLIMIT_AS,
+            (memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard), hard),
+        )
     while True:
         try:
             job = connection.recv()
@@ -61,7 +65,9 @@ def _serve(connection, function: Callable, memory_bytes: int, siblings: list) ->
         try:
             connection.send(answer)
         except Exception as error:  # an unpicklable or oversized result
-            connection.send((job_id, None, f"the result could not be sent ({type(error).__name__})"))
+            connection.send(
+                (job_id, None, f"the result could not be sent ({type(error).__name__})")
+            )
 
 
 @dataclass
@@ -85,11 +91,17 @@ class WorkerPool:
                  memory_bytes: int = 0, stopped_grace: float = 2.0, poll: float = 0.5,
                  on_timeout: Callable | None = None, keep: bool = False):
         self.function, self.size, self.on_lost = function, max(1, workers), on_lost
-        self.budget, self.memory_bytes, self.stopped_grace, self.poll = budget, memory_bytes, stopped_grace, poll
+        self.budget, self.memory_bytes, self.stopped_grace, self.poll = (
+            budget,
+            memory_bytes,
+            stopped_grace,
+            poll,
+        )
         # on_timeout(args, budget): the row of a job still running when its time was up (not graded
         # again: its time is spent). None: such a job is retried like a lost one.
         self.on_timeout = on_timeout
-        self.keep = keep  # keep idle workers between run() calls (a Dask worker's one), until close()
+        # keep idle workers between run() calls (a Dask worker's one), until close()
+        self.keep = keep
         self.context = multiprocessing.get_context("fork")
         self.workers: list[_Worker] = []
         self.lost: list[str] = []  # what the watchdog did, for the log
@@ -97,7 +109,9 @@ class WorkerPool:
     def _spawn(self) -> _Worker:
         parent, child = self.context.Pipe()
         siblings = [worker.connection for worker in self.workers] + [parent]
-        process = self.context.Process(target=_serve, args=(child, self.function, self.memory_bytes, siblings), daemon=True)
+        process = self.context.Process(
+            target=_serve, args=(child, self.function, self.memory_bytes, siblings), daemon=True
+        )
         _start_even_in_a_daemon(process)
         child.close()
         worker = _Worker(process, parent)
@@ -107,7 +121,10 @@ class WorkerPool:
     def _kill(self, worker: _Worker) -> None:
         """The worker and every process it started (kernels run in sessions of their own)."""
         try:
-            worker.descendants |= {(p.pid, p.create_time()) for p in psutil.Process(worker.process.pid).children(recursive=True)}
+            worker.descendants |= {
+                (p.pid, p.create_time())
+                for p in psutil.Process(worker.process.pid).children(recursive=True)
+            }
         except psutil.Error:
             pass
         try:
@@ -124,7 +141,8 @@ class WorkerPool:
         worker.process.join(5)
         worker.connection.close()
         self.workers.remove(worker)
-        tempdirs.sweep()  # the folders of the worker (its grading folder, zygote, kernels) whose owner is gone
+        # the folders of the worker (its grading folder, zygote, kernels) whose owner is gone
+        tempdirs.sweep()
         tempdirs.sweep_cgroups()
 
     def _health(self, worker: _Worker, now: float) -> str | None:
@@ -176,7 +194,9 @@ class WorkerPool:
                         job_id, args, attempt = worker.job
                         self._kill(worker)
                         if reason is TIMED_OUT and self.on_timeout is not None:
-                            self.lost.append(f"{args[0]}: still running after {self.budget:g} s: ended")
+                            self.lost.append(
+                                f"{args[0]}: still running after {self.budget:g} s: ended"
+                            )
                             yield args, self.on_timeout(args, self.budget)
                             continue
                         if reason is TIMED_OUT:
@@ -216,7 +236,11 @@ class WorkerPool:
             queue.appendleft((job_id, args, attempt))
             self._kill(worker)
             return
-        worker.job, worker.started, worker.stopped_since = (job_id, args, attempt), time.monotonic(), None
+        worker.job, worker.started, worker.stopped_since = (
+            (job_id, args, attempt),
+            time.monotonic(),
+            None,
+        )
         yield from ()
 
 
@@ -241,8 +265,14 @@ def _start_even_in_a_daemon(process) -> None:
 _watched = threading.local()
 
 
-def run_watched(function: Callable, args: tuple, budget: float, on_lost: Callable, on_timeout: Callable,
-                memory_bytes: int = 0):
+def run_watched(
+    function: Callable,
+    args: tuple,
+    budget: float,
+    on_lost: Callable,
+    on_timeout: Callable,
+    memory_bytes: int = 0,
+):
     """``function(*args)`` in a grading process of this thread's own, watched from here (see the
     module docstring), kept from call to call; the result, or ``on_timeout(args, budget)`` /
     ``on_lost(args, reason)``. For a Dask worker: the worker's own threads (its heartbeats) never
@@ -251,8 +281,15 @@ def run_watched(function: Callable, args: tuple, budget: float, on_lost: Callabl
     if pool is None or pool.function is not function or pool.memory_bytes != memory_bytes:
         if pool is not None:
             pool.close()
-        pool = _watched.pool = WorkerPool(function, 1, on_lost=on_lost, budget=budget, memory_bytes=memory_bytes,
-                                          on_timeout=on_timeout, keep=True)
+        pool = _watched.pool = WorkerPool(
+            function,
+            1,
+            on_lost=on_lost,
+            budget=budget,
+            memory_bytes=memory_bytes,
+            on_timeout=on_timeout,
+            keep=True,
+        )
     pool.budget, pool.on_lost, pool.on_timeout = budget, on_lost, on_timeout
     (_, result), = pool.run([args])
     return result
