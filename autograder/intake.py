@@ -23,13 +23,13 @@ from autograder.identity import Identity, Roster, identify, tell_apart
 from autograder.names import escaped
 from autograder.labs import all_labs, nbgrader_meta, release_cells
 # Statuses of a row that could not be graded (named here for this module's callers too).
-from autograder.result import (
+from autograder.result import (  # noqa: F401
     DUPLICATE,
     EMPTY,
     INVALID_JSON,
     NOT_A_NOTEBOOK,
     NOT_A_REGULAR_FILE,
-    TOO_LARGE,  # noqa: F401
+    TOO_LARGE,
     UNKNOWN_LAB,
 )
 
