@@ -196,7 +196,8 @@ def _decode(kind, value, where: str):
     if dataclasses.is_dataclass(kind):
         if not isinstance(value, dict):
             raise MalformedResult(f"{where}: expected an object, got {type(value).__name__}")
-        hints, fields = _shape(kind)
+        # a dataclass type here (is_dataclass also accepts instances, which a type hint never is)
+        hints, fields = _shape(typing.cast(type, kind))
         unknown = sorted(str(key) for key in value if key not in fields)
         if unknown:
             raise MalformedResult(f"{where}: unknown field(s) {', '.join(unknown)}")
