@@ -142,7 +142,7 @@ class Background:
 
     def submit(self, function: Callable, *args) -> None:
         """Send a call; ``result()`` gives its answer. ``function`` must be importable by name."""
-        if self.process is None:
+        if self.process is None or self.connection is None:
             raise BackgroundLost("no background process")
         try:
             self.connection.send((function, args))
@@ -184,7 +184,7 @@ class Background:
 
     def close(self) -> None:
         """Let the process finish the calls it was sent, then end it."""
-        if self.process is None:
+        if self.process is None or self.connection is None:
             return
         try:
             self.connection.send(None)
