@@ -72,7 +72,8 @@ def read_roster(path: Path) -> list[RosterEntry]:
         handle = open(path, newline="", encoding="utf-8-sig")
     except OSError as error:
         raise ValueError(f"the roster {path} cannot be read ({error.strerror})") from None
-    entries, seen = [], {}
+    entries: list[RosterEntry] = []
+    seen: dict[str, int] = {}  # student_id -> the line it is on
     with handle:
         reader = csv.DictReader(handle)
         if not reader.fieldnames or "student_id" not in [
