@@ -181,7 +181,9 @@ def read_roster(path: Path) -> Roster:
     """A CSV with a header: ``student_id`` (required: the id grades are recorded under) and any of
     ``user_id`` (Canvas user id / Moodle participant id), ``name`` (as the export writes it: Canvas
     login such as ``leeann``, or Moodle full name such as ``Ann Lee``), ``login``, ``email``."""
-    by_user, by_name, by_id = {}, defaultdict(list), defaultdict(list)
+    by_user: dict[str, str] = {}  # LMS user id -> student id
+    by_name: defaultdict[str, list[str]] = defaultdict(list)  # name, login or email -> student ids
+    by_id: defaultdict[str, list[str]] = defaultdict(list)
     with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         if not reader.fieldnames or "student_id" not in reader.fieldnames:
