@@ -23,7 +23,8 @@ from pathlib import Path
 from autograder.result import GRADED, Adjustment, GradeResult
 
 # (student, lab) -> the changes made by hand to that submission
-Adjustments = dict[tuple[str, str], list[Adjustment]]
+# (student id, lab): a result's lab is None when it could not be told, and then has none
+Adjustments = dict[tuple[str, str | None], list[Adjustment]]
 
 _SUBMISSION = """
     JOIN submitted_notebook ON {table}.notebook_id = submitted_notebook.id
