@@ -94,7 +94,9 @@ def stored_results(results_dir: Path, key: bytes) -> dict[str, GradeResult]:
 
 
 def earlier_rows(
-    stored: dict[str, GradeResult], this_batch_files: set[str], regraded: set[tuple[str, str]]
+    stored: dict[str, GradeResult],
+    this_batch_files: set[str],
+    regraded: set[tuple[str, str | None]],
 ) -> list[GradeResult]:
     """The graded results of earlier batches, which the gradebook still holds: their file (result
     file name) is not in this batch, and this batch did not grade their student's lab again. Of
