@@ -34,7 +34,7 @@ from autograder.result import (  # noqa: F401
 )
 
 # The nbgrader cell metadata the grader reads, and the types nbgrader writes.
-NBGRADER_FIELD_TYPES = {
+NBGRADER_FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "grade_id": str,
     "solution": bool,
     "grade": bool,
