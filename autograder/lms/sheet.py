@@ -136,12 +136,13 @@ def build(
     exported = {column.lab.lab_id for column in columns}
     by_id = {entry.student_id: entry for entry in roster}
     by_key: dict[str, list[RosterEntry]] = defaultdict(list)
+    entry: RosterEntry | None  # below, a result's roster entry if it has one
     for entry in roster:
         for key in entry.keys():
             by_key[key].append(entry)
 
     found: dict[tuple[str, str], list[GradeResult]] = defaultdict(list)
-    unmatched = []
+    unmatched: list[GradeResult] = []
     for result in sorted(graded, key=lambda r: (r.student_id, r.lab or "", r.file)):
         if result.lab not in exported:
             continue
