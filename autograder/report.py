@@ -65,7 +65,7 @@ def grades_rows(results: list[GradeResult]) -> list[dict]:
     and error."""
     rows = []
     for result in results:
-        row = {
+        row: dict[str, str | float | None] = {
             "student_id": result.student_id,
             "lab": result.lab,
             "file": result.file,
@@ -346,7 +346,8 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
     lines.append("")
     if missing:
         lines += ["Missing (on the roster, no file for the lab):", ""]
-        for lab_id in sorted({r.lab for r in missing}):
+        # a missing row is always for a lab
+        for lab_id in sorted({r.lab for r in missing if r.lab is not None}):
             students = sorted(r.student_id for r in missing if r.lab == lab_id)
             lines.append(
                 f"* {markdown_text(lab_id)} ({len(students)}): "
@@ -361,7 +362,7 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
             "",
         ]
         lines += [
-            f"* {markdown_text(r.student_id)}, {markdown_text(r.lab)}: "
+            f"* {markdown_text(r.student_id)}, {markdown_text(r.lab or '')}: "
             f"{markdown_text(adjusted_text(r))}"
             for r in adjusted
         ] + [""]
@@ -374,13 +375,16 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
     from matplotlib.figure import Figure  # no pyplot: no GUI backend is looked for
     from matplotlib.ticker import MaxNLocator
 
-    labs = sorted({r.lab for r in graded}, key=lambda lab_id: all_labs()[lab_id].order)
+    # a graded result always has its lab and its score
+    labs = sorted(
+        {r.lab for r in graded if r.lab is not None}, key=lambda lab_id: all_labs()[lab_id].order
+    )
     figure = Figure(figsize=(11, 3.2 * max(len(labs), 1)))
     axes = figure.subplots(len(labs) or 1, 2, squeeze=False)
     for row, lab_id in enumerate(labs):
         lab = all_labs()[lab_id]
         mine = [r for r in graded if r.lab == lab_id]
-        scores = [r.score for r in mine]
+        scores = [r.score or 0.0 for r in mine]
         axes[row][0].hist(
             scores,
             bins=range(0, int(lab.max_score) + 2),
