@@ -17,7 +17,7 @@ earned nothing, and replace a grade Canvas already has (one given by hand for a 
 """
 from __future__ import annotations
 
-from autograder.lms.sheet import ERROR, Problem, Sheet, points, text_cell
+from autograder.lms.sheet import ERROR, Problem, Sheet, graded_scores, points, text_cell
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 # as Canvas's own export writes it; its importer looks for the words
@@ -82,7 +82,9 @@ def table(sheet: Sheet) -> tuple[list[list[str]], list[Problem]]:
                 text_cell(entry.section),
             ]
             + [
-                points(row.grades[c.lab.lab_id].score) if c.lab.lab_id in row.grades else ""
+                points(graded_scores(row.grades[c.lab.lab_id])[0])
+                if c.lab.lab_id in row.grades
+                else ""
                 for c in sheet.columns
             ]
         )

@@ -245,6 +245,13 @@ def build(
     return Sheet(columns, rows, problems)
 
 
+def graded_scores(result: GradeResult) -> tuple[float, float]:
+    """A result's score and maximum: a sheet's rows hold graded results only, which have both."""
+    if result.score is None or result.max_score is None:
+        raise ValueError(f"{result.file} has no score: only graded results go on a sheet")
+    return result.score, result.max_score
+
+
 def points(value: float) -> str:
     """A score as an LMS reads it: at most two decimals, no trailing zeros (``9``, ``10.5``,
     ``2.33``)."""
