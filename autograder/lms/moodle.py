@@ -28,7 +28,16 @@ import re
 from pathlib import Path
 
 from autograder.identity import identify
-from autograder.lms.sheet import ERROR, NOTE, Problem, Row, Sheet, points, text_cell
+from autograder.lms.sheet import (
+    ERROR,
+    NOTE,
+    Problem,
+    Row,
+    Sheet,
+    graded_scores,
+    points,
+    text_cell,
+)
 from autograder.result import GradeResult
 
 IDENTITIES = ("email", "username", "idnumber")
@@ -59,7 +68,8 @@ def _identity_value(row: Row, identity: str) -> str:
 
 
 def _summary_lines(result: GradeResult) -> list[str]:
-    lines = [f"{result.lab}: {points(result.score)} / {points(result.max_score)}"]
+    score, max_score = graded_scores(result)
+    lines = [f"{result.lab}: {points(score)} / {points(max_score)}"]
     for part_id, part in result.parts.items():
         line = (f"{part_id}: {points(part.score)} / {points(part.max_score)} "
                 f"{'✅' if part.passed else '❌'}")
@@ -113,11 +123,11 @@ def gradebook_table(
             continue
         value = _identity_value(row, identity)
         if not value:
-            column = {"username": "username (or login)"}.get(identity, identity)
+            column_name = {"username": "username (or login)"}.get(identity, identity)
             problems.append(
                 Problem(
                     ERROR,
-                    f"roster line {row.entry.line}, {row.entry.shown}: no {column}, which "
+                    f"roster line {row.entry.line}, {row.entry.shown}: no {column_name}, which "
                     f"Moodle would find the student by (--identity {identity})",
                 )
             )
@@ -125,7 +135,7 @@ def gradebook_table(
         for column in sheet.columns:
             result = row.grades.get(column.lab.lab_id)
             empty += result is None
-            cells.append(points(result.score) if result else NO_GRADE)
+            cells.append(points(graded_scores(result)[0]) if result else NO_GRADE)
             if feedback:
                 cells.append(feedback_text(result) if result else "")
         rows.append(cells)
@@ -187,7 +197,8 @@ def worksheet(sheet: Sheet) -> tuple[list[list[str]], list[tuple[str, str]], lis
 
     problems: list[Problem] = []
     column = _one_lab(sheet, problems)
-    rows, files = [list(WORKSHEET_HEADER)], []
+    rows = [list(WORKSHEET_HEADER)]
+    files: list[tuple[str, str]] = []
     if column is None:
         return rows, files, problems
     lab = column.lab
@@ -219,14 +230,15 @@ def worksheet(sheet: Sheet) -> tuple[list[list[str]], list[tuple[str, str]], lis
             continue
         seen[participant] = row.entry.shown
         name = moodle_name(result, row)
+        score, max_score = graded_scores(result)
         rows.append(
             [
                 f"{PARTICIPANT}{participant}",
                 text_cell(name),
                 row.entry.email,
                 "Submitted for grading",
-                f"{float(result.score):.2f}",
-                f"{float(result.max_score):.2f}",
+                f"{float(score):.2f}",
+                f"{float(max_score):.2f}",
                 "Yes",
                 NO_GRADE,
                 NO_GRADE,
