@@ -175,7 +175,7 @@ def run_export(args: argparse.Namespace) -> int:
     changed = sum(1 for result in results if result.adjustments)
     print(f"{folder / 'grades.csv'}, the feedback pages and the class report are up to date"
           + (f" ({changed} submission(s) changed by hand in formgrader)" if changed else ""))
-    if not args.format:
+    if not args.format or roster is None:  # --format comes with --roster (checked above)
         return 0
 
     sheet = build(results, roster, mapping or None, skip_unmatched=args.skip_unmatched)
