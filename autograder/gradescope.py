@@ -76,8 +76,10 @@ def kit_packages(course: Course | None = None) -> list[Path]:
 
     course = course or current()
     found = importlib.util.find_spec(course.spec.partition(":")[0].split(".")[0])
+    # find_spec finds nothing (None) for a course that is not an installed package
+    locations = (found.submodule_search_locations or []) if found else []
     folders = [Path(__file__).resolve().parent, *course.package_folders(),
-               *[Path(p).resolve() for p in (found.submodule_search_locations or []) if found]]
+               *[Path(p).resolve() for p in locations]]
     return list(dict.fromkeys(folders))
 
 
@@ -184,7 +186,8 @@ def find_notebook(submission_dir: Path) -> tuple[Path | None, str]:
     its own inside ``submission_dir`` counts: a symbolic link (say, to ``../source/solutions/...``,
     which a zip can carry), a link inside a linked folder, a FIFO or a device is never followed."""
     submission_dir = Path(submission_dir)
-    notebooks, others = [], []
+    notebooks: list[Path] = []
+    others: list[Path] = []  # notebooks that are links or not regular files
     for folder, folders, files in os.walk(submission_dir, followlinks=False):
         folders[:] = sorted(name for name in folders if name != ".ipynb_checkpoints")
         for name in sorted(files) + [name for name in folders if Path(folder, name).is_symlink()]:
@@ -287,7 +290,7 @@ def part_output(part: PartScore) -> str:
 def summary(result: GradeResult, lab) -> str:
     """The submission-wide text: the score, or why there is none, and what was done to the
     notebook."""
-    if result.status == GRADED:
+    if result.status == GRADED and result.score is not None:  # a graded result has its score
         lines = [
             f"{lab.title}: {_points(result.score)} / {_points(lab.max_score)} points.",
             "Each test below is one graded part. The autograder ran your functions on inputs you "
@@ -318,6 +321,7 @@ def to_results(result: GradeResult, lab, visibility: str = "visible") -> dict:
     tests = []
     for number, part in enumerate(lab.parts, start=1):
         graded = result.parts.get(part.part_id)
+        score: float
         if graded is None:
             score, output = 0, "This part was not graded: see the message above the tests."
         else:
