@@ -39,7 +39,7 @@ from autograder import tempdirs
 from autograder.deadline import grade_within_time, hard_seconds, lost_row, out_of_time_row
 from autograder.grade import Settings, error_result, grade_file
 from autograder.kernel import isolation_status
-from autograder.identity import Roster
+from autograder.identity import Identity, Roster
 from autograder.intake import file_sha256, find_submissions, read_submission
 from autograder.ledger import ROWS_FILE, Rows, all_rows, keep_rows, stored_results
 from autograder.names import file_name, terminal
@@ -132,7 +132,8 @@ def plan(
     submission id, then the higher ``-N`` re-upload number; otherwise the name that sorts last);
     the others get a ``duplicate`` row naming it.
     """
-    by_key: dict[tuple[str, str], list] = defaultdict(list)
+    # (student, lab) -> the (file, identity) pairs that are its submissions
+    by_key: dict[tuple[str, str], list[tuple[Path, Identity]]] = defaultdict(list)
     rows = []
     found = find_submissions(submissions_dir, roster)
     check_something_to_grade(Path(submissions_dir), [entry for entry, _ in found])
@@ -168,11 +169,11 @@ def plan(
             continue
         by_key[(identity.student_id, submission.lab_id or f"?{path.name}")].append((path, identity))
     to_grade = []
-    for (student, lab_id), found in by_key.items():
-        found = sorted(found, key=lambda item: (item[1].order, item[0].name))
-        winner, identity = found[-1]
+    for (student, lab_id), files in by_key.items():
+        candidates = sorted(files, key=lambda item: (item[1].order, item[0].name))
+        winner, identity = candidates[-1]
         to_grade.append((winner, student, identity.note))
-        for loser, other in found[:-1]:
+        for loser, other in candidates[:-1]:
             rows.append(
                 _planned_row(
                     loser,
@@ -452,6 +453,7 @@ def _grade_folder(
         )
     if len(results) == expected:
         painter.start(rows(), out_dir)
+    interrupted: Interrupted | None
     try:
         for result in runner:
             course.check()  # before anything of this result is kept
