@@ -29,12 +29,12 @@ def _alembic_head() -> str:
     import ast
     import importlib.util
 
-    versions = (
-        Path(importlib.util.find_spec("nbgrader").submodule_search_locations[0])
-        / "alembic"
-        / "versions"
-    )
-    revisions, revised = set(), set()
+    spec = importlib.util.find_spec("nbgrader")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("nbgrader is not installed", name="nbgrader")
+    versions = Path(spec.submodule_search_locations[0]) / "alembic" / "versions"
+    revisions: set[str] = set()
+    revised: set[str] = set()
     for script in versions.glob("*.py"):
         for node in ast.parse(script.read_text(encoding="utf-8")).body:
             if (
@@ -54,7 +54,10 @@ def _alembic_head() -> str:
         from nbgrader.dbutil import _temp_alembic_ini
 
         with _temp_alembic_ini("sqlite://") as ini:
-            return ScriptDirectory.from_config(Config(ini)).get_current_head()
+            head = ScriptDirectory.from_config(Config(ini)).get_current_head()
+        if head is None:
+            raise RuntimeError("nbgrader's gradebook migrations have no head")
+        return head
     return heads.pop()
 
 
@@ -91,7 +94,7 @@ def prepare(db_path: Path, lab_ids: list[str] | None = None) -> None:
 
 def record(db_path: Path, result: GradeResult) -> None:
     """Write one graded result: the student, the submission, and each part's auto score."""
-    if not result.graded:
+    if not result.graded or result.lab is None:  # a graded result always has its lab
         return
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning
@@ -139,11 +142,14 @@ def _without_server_extensions() -> None:
     if "nbgrader" in sys.modules:
         return
     spec = importlib.util.find_spec("nbgrader")
+    if spec is None:
+        raise ModuleNotFoundError("nbgrader is not installed", name="nbgrader")
     package = importlib.util.module_from_spec(spec)
     sys.modules["nbgrader"] = package
     from nbgrader._version import __version__
 
-    package.__version__ = __version__
+    # set through __dict__: typeshed's ModuleType knows no __version__ attribute
+    package.__dict__["__version__"] = __version__
 
 
 def _prepare_in_background(db_path: Path, lab_ids: list[str] | None) -> None:
@@ -171,7 +177,8 @@ class Recorder:
     """
 
     def __init__(self, db_path: Path):
-        self.db_path, self.lab_ids = Path(db_path), None
+        self.db_path = Path(db_path)
+        self.lab_ids: list[str] | None = None
         self.answered = False  # has the background process said how prepare went?
         self.failed: BaseException | None = None  # what prepare raised there
         self.prepared_here = False
