@@ -160,6 +160,8 @@ def autograded_notebook(result: GradeResult, notebook: nbformat.NotebookNode,
                         metadata: dict | None = None) -> nbformat.NotebookNode:
     """The notebook formgrader shows for ``result``, made from the submitted ``notebook``
     (``metadata``: the released notebook's, if the caller has it at hand)."""
+    if result.lab is None:
+        raise ValueError(f"{result.file}: a result with no lab has no autograded notebook")
     lab = get_lab(result.lab)
     release = release_cells(lab.lab_id)
     program = repair(notebook, lab).program
@@ -220,13 +222,16 @@ class _Skipped(Exception):
 
 def _write_notebook(out_dir: Path, result: GradeResult, release_metadata: dict[str, dict]) -> bool:
     """Write ``result``'s folders and autograded notebook; False if it was already up to date."""
-    (out_dir / "source" / result.lab).mkdir(parents=True, exist_ok=True)
+    lab_id = result.lab
+    if lab_id is None:  # only graded results, which have their lab, are written
+        raise _Skipped(f"{result.file}: no lab, so no notebook")
+    (out_dir / "source" / lab_id).mkdir(parents=True, exist_ok=True)
     if not safe_folder_name(result.student_id):
         raise _Skipped(
             f"{result.student_id!r} ({result.file}): a student id that cannot be a folder name"
         )
-    (out_dir / "submitted" / result.student_id / result.lab).mkdir(parents=True, exist_ok=True)
-    path = out_dir / "autograded" / result.student_id / result.lab / f"{result.lab}.ipynb"
+    (out_dir / "submitted" / result.student_id / lab_id).mkdir(parents=True, exist_ok=True)
+    path = out_dir / "autograded" / result.student_id / lab_id / f"{lab_id}.ipynb"
     if path.exists():
         made_from = _made_from(path)
         if made_from == _digest(result):
@@ -240,15 +245,19 @@ def _write_notebook(out_dir: Path, result: GradeResult, release_metadata: dict[s
         raise _Skipped(
             f"{result.file}: the submission cannot be read any more ({error.strerror})"
         ) from None
-    if submission.sha256 != result.sha256 or submission.status != "ok":
+    if (
+        submission.sha256 != result.sha256
+        or submission.status != "ok"
+        or submission.notebook is None  # (never so when the status is ok)
+    ):
         raise _Skipped(
             f"{result.file}: the file changed since it was graded; grade again to see it"
         )
-    if result.lab not in release_metadata:
-        release_metadata[result.lab] = dict(get_lab(result.lab).release_notebook().metadata)
+    if lab_id not in release_metadata:
+        release_metadata[lab_id] = dict(get_lab(lab_id).release_notebook().metadata)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    notebook = autograded_notebook(result, submission.notebook, release_metadata[result.lab])
+    notebook = autograded_notebook(result, submission.notebook, release_metadata[lab_id])
     written.write_text(nbformat.v4.nbjson.writes(notebook), encoding="utf-8")
     os.replace(written, path)
     return True
