@@ -23,8 +23,9 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
-from typing import Callable, Iterator
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import Callable, Iterator, cast
 
 import psutil
 
@@ -58,6 +59,7 @@ def _serve(connection, function: Callable, memory_bytes: int, siblings: list) ->
         if job is None:
             return
         job_id, args = job
+        answer: tuple[object, object, str | None]
         try:
             answer = (job_id, function(*args), None)
         except BaseException as error:  # the function guards itself; this is the last line
@@ -72,12 +74,19 @@ def _serve(connection, function: Callable, memory_bytes: int, siblings: list) ->
 
 @dataclass
 class _Worker:
-    process: multiprocessing.Process
-    connection: object
+    process: BaseProcess
+    connection: Connection
     job: tuple | None = None  # (job id, args, attempt)
     started: float = 0.0
     stopped_since: float | None = None
     descendants: set = field(default_factory=set)  # (pid, start time) of every process it started
+
+    @property
+    def pid(self) -> int:
+        """The process's id: a worker's process is started as soon as it is made."""
+        if self.process.pid is None:
+            raise RuntimeError("a worker whose process was never started")
+        return self.process.pid
 
 
 class WorkerPool:
@@ -123,12 +132,12 @@ class WorkerPool:
         try:
             worker.descendants |= {
                 (p.pid, p.create_time())
-                for p in psutil.Process(worker.process.pid).children(recursive=True)
+                for p in psutil.Process(worker.pid).children(recursive=True)
             }
         except psutil.Error:
             pass
         try:
-            os.kill(worker.process.pid, signal.SIGKILL)
+            os.kill(worker.pid, signal.SIGKILL)
         except OSError:
             pass
         for pid, started in worker.descendants:  # orphans of a dead worker too, never a reused pid
@@ -150,7 +159,7 @@ class WorkerPool:
         if not worker.process.is_alive():
             return f"the grading process ended (exit code {worker.process.exitcode})"
         try:
-            me = psutil.Process(worker.process.pid)
+            me = psutil.Process(worker.pid)
             worker.descendants |= {(p.pid, p.create_time()) for p in me.children(recursive=True)}
             state = me.status()
         except psutil.Error:
@@ -176,19 +185,25 @@ class WorkerPool:
                 while queue and len(self.workers) < self.size:
                     yield from self._assign(self._spawn(), queue)
                 busy = {w.connection: w for w in self.workers if w.job}
-                for connection in wait(list(busy), timeout=self.poll):
+                for ready in wait(list(busy), timeout=self.poll):
+                    # wait gives back some of the objects it was given: these connections
+                    connection = cast(Connection, ready)
                     worker = busy[connection]
                     try:
                         job_id, result, failure = connection.recv()
                     except (EOFError, OSError):
                         continue  # it died: the health check below sees it
+                    if worker.job is None:  # (busy: never)
+                        continue
                     args = worker.job[1]
                     worker.job = None
                     if failure is not None:
                         result = self.on_lost(args, failure)
                     yield args, result
                 now = time.monotonic()
-                for worker in [w for w in self.workers if w.job]:
+                for worker in self.workers[:]:
+                    if not worker.job:
+                        continue
                     reason = self._health(worker, now)
                     if reason:
                         job_id, args, attempt = worker.job
