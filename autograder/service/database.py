@@ -16,14 +16,20 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, cast
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import CursorResult, Engine, Result, make_url
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def rowcount(result: Result) -> int:
+    """How many rows an UPDATE or DELETE matched: ``Session.execute`` is typed as giving a
+    ``Result``, but for those statements it gives a ``CursorResult``, which has ``rowcount``."""
+    return cast(CursorResult, result).rowcount
 
 
 def database_url(text: str) -> str:

@@ -20,7 +20,7 @@ from sqlalchemy import and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from autograder.result import GRADED as GRADED_STATUS, WORKER_LOST, GradeResult
-from autograder.service.database import Database
+from autograder.service.database import Database, rowcount
 from autograder.service.models import ERROR, GRADED, GRADING, QUEUED, Grader, LtiLink, Submission
 from autograder.service.settings import now
 
@@ -99,7 +99,7 @@ def claim(db: Database, grader_id: str) -> Job | None:
     for job_id, student_id, lab in candidates:
         try:
             with db.writing() as session:
-                won = session.execute(
+                won = rowcount(session.execute(
                     update(Submission)
                     .where(Submission.id == job_id, Submission.status == QUEUED)
                     .values(
@@ -110,9 +110,9 @@ def claim(db: Database, grader_id: str) -> Job | None:
                         grading_key=_key(student_id, lab),
                         worker_pid=None,
                     )
-                ).rowcount
-                if won:
-                    row = session.get(Submission, job_id, options=[])
+                ))
+                row = session.get(Submission, job_id, options=[]) if won else None
+                if row is not None:  # (won: the row is there, claimed in this transaction)
                     return Job(
                         row.id, row.student_id, row.lab, row.file_name, row.notebook, row.claims
                     )
@@ -147,7 +147,7 @@ def finish(db: Database, grader_id: str, job_id: int, result: GradeResult) -> bo
     """Record the job's one result, if ``grader_id`` still holds it. Returns whether it did."""
     with db.writing() as session:
         kept = bool(
-            session.execute(
+            rowcount(session.execute(
                 update(Submission)
                 .where(
                     Submission.id == job_id,
@@ -155,7 +155,7 @@ def finish(db: Database, grader_id: str, job_id: int, result: GradeResult) -> bo
                     Submission.claimed_by == grader_id,
                 )
                 .values(**_outcome(result))
-            ).rowcount
+            ))
         )
         # the LMS gradebook's copy of this student's lab is out of date (LTI: lti/scores.py posts
         # it)
@@ -232,7 +232,7 @@ def recover_orphans(db: Database) -> list[tuple[int, str]]:
             select(Grader).where(Grader.id.in_({claimer for _, claimer, _ in claimed if claimer})))}
     done = []
     for job_id, claimer, claims in claimed:
-        if alive(graders.get(claimer)):
+        if alive(graders.get(claimer) if claimer is not None else None):
             continue
         with db.writing() as session:
             row = session.get(Submission, job_id)
@@ -292,7 +292,7 @@ def regrade(db: Database, student_id: str | None = None, lab: str | None = None)
             query = query.where(Submission.student_id == student_id)
         if lab is not None:
             query = query.where(Submission.lab == lab)
-        return session.execute(
+        return rowcount(session.execute(
             query.values(
                 status=QUEUED,
                 priority=1,
@@ -306,7 +306,7 @@ def regrade(db: Database, student_id: str | None = None, lab: str | None = None)
                 seconds=None,
                 regrades=Submission.regrades + 1,
             )
-        ).rowcount
+        ))
 
 
 def stats(session) -> dict:
