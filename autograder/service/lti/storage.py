@@ -16,7 +16,7 @@ from pylti1p3.launch_data_storage.base import LaunchDataStorage
 from pylti1p3.session import SessionService
 from sqlalchemy import delete, select
 
-from autograder.service.database import Database
+from autograder.service.database import Database, rowcount
 from autograder.service.models import LtiState
 from autograder.service.settings import now
 
@@ -76,9 +76,9 @@ class DatabaseStorage(LaunchDataStorage):
         """Remove the key; True for the one caller that removed it before it expired."""
         key = self._key(key)
         with self.db.writing() as session:
-            won = session.execute(
+            won = rowcount(session.execute(
                 delete(LtiState).where(LtiState.key == key, LtiState.expires_at > now())
-            ).rowcount
+            ))
             # expired: gone all the same
             session.execute(delete(LtiState).where(LtiState.key == key))
             return bool(won)
