@@ -22,7 +22,7 @@ from pylti1p3.grade import Grade
 from pylti1p3.lineitem import LineItem
 from sqlalchemy import select, update
 
-from autograder.service.database import Database
+from autograder.service.database import Database, rowcount
 from autograder.service.lti.adapter import Connector
 from autograder.service.lti.tool import find_registration
 from autograder.service.models import LtiLink, Submission
@@ -46,16 +46,15 @@ def record_link(db: Database, student_id: str, lab: str, claims: dict, tool_url:
     """Remember where this student's score for ``lab`` goes (the launch's AGS claim), and that it is
     due (a result may be there already). Returns False if the launch gave no way to post a score."""
     ags = claims.get(AGS) or {}
-    if SCORE_SCOPE not in (ags.get("scope") or []) or not (
-        ags.get("lineitem") or ags.get("lineitems")
-    ):
+    column = ags.get("lineitem") or ags.get("lineitems")  # the lab's column, or the course's
+    if SCORE_SCOPE not in (ags.get("scope") or []) or not column:
         return False
     issuer, client = (
         claims["iss"],
         claims["aud"][0] if isinstance(claims["aud"], list) else claims["aud"],
     )
     deployment = claims["https://purl.imsglobal.org/spec/lti/claim/deployment_id"]
-    key = link_key(student_id, lab, issuer, client, ags.get("lineitem") or ags.get("lineitems"))
+    key = link_key(student_id, lab, issuer, client, column)
     with db.writing() as session:
         link = session.scalars(select(LtiLink).where(LtiLink.key == key)).first()
         if link is None:
@@ -110,14 +109,14 @@ def take_due(db: Database, limit: int = 20) -> list[Due]:
     taken = []
     for link_id, wanted in rows:
         with db.writing() as session:
-            won = session.execute(
+            won = rowcount(session.execute(
                 update(LtiLink)
                 .where(
                     LtiLink.id == link_id,
                     (LtiLink.next_try_at.is_(None)) | (LtiLink.next_try_at <= moment),
                 )
                 .values(next_try_at=moment + LEASE)
-            ).rowcount
+            ))
         if won:
             taken.append(Due(link_id, wanted))
     return taken
@@ -125,6 +124,8 @@ def take_due(db: Database, limit: int = 20) -> list[Due]:
 
 def score_of(row: Submission, link: LtiLink, title: str) -> Grade:
     """The AGS score of a graded submission, with the comment that links to its feedback page."""
+    if row.score is None or row.max_score is None:
+        raise ValueError(f"submission #{row.id} has no score to post")
     late = " (handed in late)" if row.late else ""
     comment = (f"{title}: {row.score:g} / {row.max_score:g}{late}, submission #{row.id}. "
                f"Feedback: {link.tool_url}/me/submissions/{row.id}")
@@ -141,10 +142,18 @@ def score_of(row: Submission, link: LtiLink, title: str) -> Grade:
     )
 
 
+def _link(session, link_id: int) -> LtiLink:
+    """The link a due score is for."""
+    link = session.get(LtiLink, link_id)
+    if link is None:
+        raise LookupError(f"the LTI link {link_id} is no longer in the database")
+    return link
+
+
 def post(db: Database, config, counted: str, due: Due, titles: dict[str, tuple[str, float]]) -> str:
     """Send the counted attempt of one link; returns what happened (for the log)."""
     with db.reading() as session:
-        link = session.get(LtiLink, due.link_id)
+        link = _link(session, due.link_id)
         chosen = counted_attempts(
             attempts(session, student_id=link.student_id, lab=link.lab, with_results=False), counted
         )
@@ -170,13 +179,13 @@ def post(db: Database, config, counted: str, due: Due, titles: dict[str, tuple[s
     except Exception as error:  # the LMS down, a refusal, a registration removed: tried again later
         message = f"{type(error).__name__}: {str(error)[:500]}"
         with db.writing() as session:
-            link = session.get(LtiLink, due.link_id)
+            link = _link(session, due.link_id)
             link.tries += 1
             link.error = message
             link.next_try_at = now() + timedelta(seconds=min(5 * 2 ** (link.tries - 1), 600))
         return f"failed ({message}); try {link.tries + 1} at {link.next_try_at:%H:%M:%S}"
     with db.writing() as session:
-        link = session.get(LtiLink, due.link_id)
+        link = _link(session, due.link_id)
         link.posted, link.tries, link.error, link.next_try_at = (
             max(link.posted, due.wanted),
             0,
