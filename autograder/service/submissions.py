@@ -87,13 +87,13 @@ def accept(
 ) -> Submission:
     """Queue the notebook at ``path`` for ``student_id``, or raise :class:`Refused`."""
     intake = read_submission(path, student_id)
-    if intake.status != "ok":
+    if intake.status != "ok" or intake.lab_id is None:  # (ok: the lab is known)
         raise Refused(422, f"this file cannot be graded: {intake.message}", intake.status)
     lab = intake.lab_id
     created = now()
     deadline = settings.deadlines.get(lab)
     late = deadline is not None and created > deadline.due
-    if late and deadline.late == "refuse":
+    if deadline is not None and late and deadline.late == "refuse":
         raise Refused(
             403,
             f"the deadline for {lab} was {_when(deadline.due)}; late submissions of this lab are "
