@@ -88,7 +88,9 @@ def counted_results(
     try:
         with db.reading() as session:
             chosen = counted_attempts(attempts(session, lab=lab), counted)
-            return [grade_result(chosen[key]) for key in sorted(chosen)]
+            results = [grade_result(chosen[key]) for key in sorted(chosen)]
+            # a graded submission always has its result
+            return [result for result in results if result is not None]
     finally:
         if isinstance(database, str):
             db.close()
