@@ -96,7 +96,7 @@ class WorkerPool:
     most seconds one job may take before the watchdog calls its worker hung.
     """
 
-    def __init__(self, function: Callable, workers: int, on_lost: Callable, budget: float,
+    def __init__(self, function: Callable, workers: int, on_lost: Callable | None, budget: float,
                  memory_bytes: int = 0, stopped_grace: float = 2.0, poll: float = 0.5,
                  on_timeout: Callable | None = None, keep: bool = False):
         self.function, self.size, self.on_lost = function, max(1, workers), on_lost
@@ -198,7 +198,7 @@ class WorkerPool:
                     args = worker.job[1]
                     worker.job = None
                     if failure is not None:
-                        result = self.on_lost(args, failure)
+                        result = self._lost_row(args, failure)
                     yield args, result
                 now = time.monotonic()
                 for worker in self.workers[:]:
@@ -220,7 +220,7 @@ class WorkerPool:
                         if attempt < 2:
                             queue.appendleft((job_id, args, attempt + 1))
                         else:
-                            yield args, self.on_lost(args, f"{reason}, twice")
+                            yield args, self._lost_row(args, f"{reason}, twice")
         finally:
             for worker in list(self.workers):
                 if self.keep and worker.job is None and worker.process.is_alive():
@@ -236,6 +236,11 @@ class WorkerPool:
                 elif worker in self.workers:
                     worker.connection.close()
                     self.workers.remove(worker)
+
+    def _lost_row(self, args: tuple, reason: str) -> object:
+        if self.on_lost is None:  # a pool whose jobs are fed from outside (the service's) has none
+            raise RuntimeError(f"a job was lost ({reason}) and this pool has no on_lost")
+        return self.on_lost(args, reason)
 
     def close(self) -> None:
         """End every worker (a kept pool's, between run() calls)."""
