@@ -20,8 +20,9 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, replace
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
+from typing import cast
 
 from sqlalchemy.engine import make_url
 
@@ -93,10 +94,12 @@ class LocalRunner:
         busy = {worker.connection: worker for worker in self.pool.workers if worker.job}
         ready = wait(list(busy) + ([wake] if wake is not None else []), timeout=timeout)
         events = []
-        for connection in ready:
-            if connection is wake:
+        for ready_one in ready:
+            if ready_one is wake:
                 _drain(wake)
                 continue
+            # wait gives back some of the objects it was given: these are the workers' connections
+            connection = cast(Connection, ready_one)
             worker = busy[connection]
             try:
                 job_id, result, failure = connection.recv()
@@ -114,7 +117,9 @@ class LocalRunner:
                 )
             events.append(Event(job, result=result))
         now = time.monotonic()
-        for worker in [worker for worker in self.pool.workers if worker.job]:
+        for worker in self.pool.workers[:]:
+            if not worker.job:
+                continue
             reason = self.pool._health(worker, now)
             if reason:
                 job_id = worker.job[0]
@@ -220,10 +225,12 @@ def run(settings: ServiceSettings, wake=None) -> int:
     grader_id = uuid.uuid4().hex
     grading = settings.grading
     # a kernel never reads the database, even behind the weaker fence
-    if db.url.startswith("sqlite"):
-        path = Path(make_url(db.url).database).resolve()
+    database = make_url(db.url).database  # None for SQLite in memory: no file to hide
+    if db.url.startswith("sqlite") and database:
+        path = Path(database).resolve()
         grading = replace(grading, denied=tuple(grading.denied) + tuple(
             Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")))
+    runner: DaskRunner | LocalRunner
     if settings.scheduler:
         runner = DaskRunner(settings.scheduler, settings.dask_security, settings.workers)
     else:
@@ -273,7 +280,7 @@ def run(settings: ServiceSettings, wake=None) -> int:
                         event.result.seconds,
                         "" if kept else " (not kept: no longer claimed by this process)",
                     )
-                else:
+                elif event.lost is not None:  # (an event is a result or a loss)
                     outcome = queue.lost(db, grader_id, event.job, event.lost)
                     log.warning(
                         "submission %s: grading process lost (%s): %s",
