@@ -143,9 +143,10 @@ def same_origin(request) -> bool:
     return urlsplit(source).netloc.lower() == (request.headers.get("host") or "").lower()
 
 
-def csrf_ok(request, submitted: str | None, principal: Principal | None) -> bool:
+def csrf_ok(request, submitted: object, principal: Principal | None) -> bool:
     """Is this form the service's own? Its token matches the session's (or, signed out, the CSRF
-    cookie's), and its origin, if said, is this site."""
+    cookie's), and its origin, if said, is this site. ``submitted``: the form's field as it came
+    (a string, or a file or nothing in a forged form)."""
     if not same_origin(request) or not submitted:
         return False
     expected = (

@@ -124,7 +124,7 @@ async def upload(request: Request):
     if isinstance(row, JSONResponse):
         import json
 
-        answer = json.loads(row.body)
+        answer = json.loads(bytes(row.body))
         return await run_in_threadpool(
             _my_page, request, principal, row.status_code, answer["detail"]
         )
