@@ -47,6 +47,12 @@ def signin_page(request: Request):
     return signin_form(request, "dashboard_signin.html")
 
 
+def _text_field(form, name: str) -> str | None:
+    """A form's text field, None when it is empty or missing (or a file: never with max_files=0)."""
+    value = form.get(name)
+    return value if isinstance(value, str) and value else None
+
+
 @router.post("/signin")
 async def sign_in(request: Request):
     form = await request.form(max_files=0, max_fields=5)
@@ -298,7 +304,7 @@ async def regrade(request: Request):
         return render(
             request, "base.html", 403, principal, message="Only instructors can re-grade."
         )
-    student_id, lab = form.get("student") or None, form.get("lab") or None
+    student_id, lab = _text_field(form, "student"), _text_field(form, "lab")
     if lab is not None and lab not in all_labs():
         return render(request, "base.html", 422, principal, message="No such lab.")
     if student_id is None and lab is None:
