@@ -62,7 +62,7 @@ async def receive_notebook(
     path = await save_upload(upload, state.settings.max_upload_bytes)
     try:
         row = await run_in_threadpool(
-            accept, state.db, state.settings, principal.id, path, upload.filename
+            accept, state.db, state.settings, principal.id, path, upload.filename or ""
         )
     except Refused as refused:
         return error(
