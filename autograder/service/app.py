@@ -9,6 +9,7 @@ import tempfile
 import threading
 import time
 from contextlib import asynccontextmanager
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -42,7 +43,7 @@ class GraderKeeper:
         self.context = multiprocessing.get_context("spawn")
         self.reader, self.writer = self.context.Pipe(duplex=False)
         os.set_blocking(self.writer.fileno(), False)
-        self.process = None
+        self.process: BaseProcess | None = None
         self.stopping = threading.Event()
         # The grading process dies with the thread that started it (PR_SET_PDEATHSIG), so this
         # thread lives as long as the server.
