@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
@@ -138,6 +139,12 @@ def _forget(storage: DatabaseStorage, message: Launch, state: str | None) -> Non
         storage.take(f"lti1p3-{state}-id-token-hash")
 
 
+def _claims(launch_data) -> dict[str, Any]:
+    """The launch's claims (the id_token's JSON body) as a plain dict: pylti1p3 types them as a
+    TypedDict, whose ``.get`` of a claim it does not list (custom, context) gives ``object``."""
+    return cast(dict[str, Any], launch_data)
+
+
 @router.get("/jwks")
 def jwks(request: Request):
     return JSONResponse(request.app.state.lti.get_jwks(), headers={"Cache-Control": "max-age=300"})
@@ -209,7 +216,7 @@ async def launch(request: Request):
     )
     try:
         # verifies everything (fetches the platform's keys)
-        claims = await run_in_threadpool(message.get_launch_data)
+        claims = _claims(await run_in_threadpool(message.get_launch_data))
     except Exception as error:
         return _refused(request, *refusal(error), error=error)
     try:
@@ -357,14 +364,16 @@ def _restored(request: Request, form) -> Launch:
         )
     adapted = StarletteRequest(request, form)
     try:
-        message = Launch.from_cache(
+        # from_cache makes an instance of the class it is called on (pylti1p3 annotates it as
+        # giving a MessageLaunch)
+        message = cast(Launch, Launch.from_cache(
             launch_id,
             adapted,
             config,
             session_service=sessions,
             cookie_service=Cookies(adapted),
             service_connector_cls=Connector,
-        )
+        ))
     except Exception:
         raise Refused(
             "This page is more than an hour old, or was already used.",
@@ -465,7 +474,7 @@ async def roster(request: Request):
             "Try again later, or load a roster CSV (serve --roster).",
             502,
         )
-    claims = message.get_launch_data()
+    claims = _claims(message.get_launch_data())
     lab = str((claims.get(CUSTOM) or {}).get("lab") or "")
     return _instructor_page(request, message, claims, lab, note=note) if lab in _labs() else \
         _page(request, "lti_refused.html", 200, what=note, todo="")
