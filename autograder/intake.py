@@ -242,9 +242,8 @@ def read_submission(path: Path, student_id: str) -> Submission:
             for key, kind in NBGRADER_FIELD_TYPES.items()
             if key in grader and not isinstance(grader[key], kind)
         ]:
-            del grader[
-                key
-            ]  # a tool (or a student) wrote something of the wrong type: as if it were absent
+            # a tool (or a student) wrote something of the wrong type: as if it were absent
+            del grader[key]
         if cell["cell_type"] == "code" and not isinstance(cell.get("outputs", []), list):
             cell["outputs"] = []
         source = cell.get("source")
