@@ -365,8 +365,8 @@ def grade_submission(root: Path) -> dict:
         settings = Settings(limits=Limits(**config.limits), data_dir=data_dir,
                             part_seconds=config.part_seconds, denied=(Path(root).resolve(),))
         with tempdirs.folder("submission") as folder:
-            # graded from outside the work: results.json is written whatever the grading does, in
-            # time
+            # graded from outside the work: results.json is
+            # written whatever the grading does, in time
             result = grade_within_time(private_copy(notebook, folder), STUDENT_ID, settings)
         result = replace(result, file=str(notebook))
         print(

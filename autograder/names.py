@@ -13,13 +13,13 @@ import hashlib
 import re
 import unicodedata
 
-# Bidirectional embeddings, overrides and isolates: they reorder what a terminal shows ("Trojan
-# Source").
+# Bidirectional embeddings, overrides and isolates: they
+# reorder what a terminal shows ("Trojan Source").
 BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
-# Bytes of a file name's longest component on Linux, macOS and Windows file systems; ours stay well
-# under.
+# Bytes of a file name's longest component on Linux, macOS
+# and Windows file systems; ours stay well under.
 NAME_BYTES = 120
 _SAFE_NAME = re.compile(r"[\w@+=,. -]+")
 

@@ -231,8 +231,8 @@ def _decode(kind, value, where: str):
             raise MalformedResult(
                 f"{where}: {str(value)[:40]!r} is not a {kind.__name__}"
             ) from None
-    # bool is an int to Python but not a number here; an int is a float (kept as it is: 2 stays 2 in
-    # grades.csv)
+    # bool is an int to Python but not a number here; an int
+    # is a float (kept as it is: 2 stays 2 in grades.csv)
     accepted = {float: (int, float), int: (int,), str: (str,)}[kind]
     if isinstance(value, bool) or not isinstance(value, accepted):
         raise MalformedResult(

@@ -383,9 +383,9 @@ def zygote():
             replies.write(b"0\n")
             replies.flush()
             break
-        # What is imported so far (this request's imports too) is shared with the kernel forked now:
-        # kept out of the collector's scans, it is neither walked nor written to (copy-on-write) by
-        # it.
+        # What is imported so far (this request's imports too) is shared
+        # with the kernel forked now: kept out of the collector's scans,
+        # it is neither walked nor written to (copy-on-write) by it.
         gc.freeze()
         pid = os.fork()
         if pid == 0:

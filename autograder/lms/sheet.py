@@ -192,8 +192,8 @@ def build(
                 )
             )
 
-    # Files of a lab that were not graded, for a student who has no graded result there: said, not
-    # exported.
+    # Files of a lab that were not graded, for a student who
+    # has no graded result there: said, not exported.
     for result in results:
         # missing: said per column below
         if result.graded or result.status == MISSING or result.lab not in exported:

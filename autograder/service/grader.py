@@ -56,8 +56,8 @@ class LocalRunner:
     def __init__(self, size: int, settings, memory_bytes: int):
         from autograder.workers import WorkerPool
 
-        # the same outside deadline as every other grader (deadline.py): --notebook-timeout and a
-        # grace
+        # the same outside deadline as every other grader
+        # (deadline.py): --notebook-timeout and a grace
         self.settings = settings
         self.pool = WorkerPool(
             grade_notebook,

@@ -103,8 +103,8 @@ class Submission(Base):
     # "<student>/<lab>" while a student's own submission waits or is graded, else NULL: the unique
     # constraint lets one student have one submission of a lab in the queue at a time.
     pending_key: Mapped[str | None] = mapped_column(String(320), nullable=True, unique=True)
-    # "<student>/<lab>" while it is graded: never two of one student's lab at once (re-grades
-    # included).
+    # "<student>/<lab>" while it is graded: never two of one
+    # student's lab at once (re-grades included).
     grading_key: Mapped[str | None] = mapped_column(String(320), nullable=True, unique=True)
     # grading processes that took it (2 at most)
     claims: Mapped[int] = mapped_column(Integer, default=0)
