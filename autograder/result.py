@@ -168,7 +168,7 @@ def _decode(kind, value, where: str):
     if dataclasses.is_dataclass(kind):
         if not isinstance(value, dict):
             raise MalformedResult(f"{where}: expected an object, got {type(value).__name__}")
-        hints, fields = _shape(kind)
+        hints, fields = _shape(typing.cast(type, kind))
         unknown = sorted(str(key) for key in value if key not in fields)
         if unknown:
             raise MalformedResult(f"{where}: unknown field(s) {', '.join(unknown)}")
