@@ -426,5 +426,24 @@ def zygote():
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import autograder_isolation  # noqa: E402  (copied beside this script; see the module docstring)
 
+def die_with_the_grader():
+    """A launcher jupyter_client started itself (not forked by the zygote, which sets the same)
+    dies with the grading process that started it: a grading process killed with SIGKILL (its
+    server killed, say) reaps nothing, and this launcher would keep its kernel running."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        autograder_isolation.die_with_parent(signal.SIGKILL)
+    except OSError:
+        return
+    grader = os.environ.get("JPY_PARENT_PID", "")  # jupyter_client's launch_kernel sets it
+    if grader.isdigit() and os.getppid() != int(grader):
+        os._exit(0)  # the grading process died before the line above
+
+
 if __name__ == "__main__":
-    zygote() if sys.argv[1:] == ["--zygote"] else main()
+    if sys.argv[1:] == ["--zygote"]:
+        zygote()
+    else:
+        die_with_the_grader()
+        main()

@@ -67,15 +67,15 @@ def test_too_slow_says_the_measured_multiple_and_the_sources_advice_only():
 def test_an_error_met_through_a_bridge_is_named_after_the_students_method():
     """Lab 7's hidden tests call ``Tokenizer.encode`` through the given ``tokenizer_results``: the
     feedback names the method (was: the bridge, because the renaming read an older form of the mark)."""
+    from autograder.course_interface import StudentError, mark_student_error, student_error
     from bpe_labs.hidden import reported_as
 
-    error = KeyError("the kernel's own text")
-    error.autograder_student = ("tokenizer_results", "KeyError")  # as KernelSession marks it
+    error = mark_student_error(KeyError("the kernel's own text"), StudentError("tokenizer_results", "KeyError"))
     with pytest.raises(KeyError) as caught, reported_as("tokenizer_results", "Tokenizer.encode"):
         raise error
-    assert verdicts.raised(caught.value) == "on a hidden test input, Tokenizer.encode raised KeyError"
-    other = ValueError("x")
-    other.autograder_student = ("pretokenize", "ValueError")  # another function's error keeps its name
+    assert verdicts.raised(student_error(caught.value)) == "on a hidden test input, Tokenizer.encode raised KeyError"
+    # another function's error keeps its name
+    other = mark_student_error(ValueError("x"), StudentError("pretokenize", "ValueError"))
     with pytest.raises(ValueError) as caught, reported_as("tokenizer_results", "Tokenizer.encode"):
         raise other
-    assert verdicts.raised(caught.value) == "on a hidden test input, pretokenize raised ValueError"
+    assert verdicts.raised(student_error(caught.value)) == "on a hidden test input, pretokenize raised ValueError"
