@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 import time
+import types
 from dataclasses import replace
 
 from autograder import verdicts
-from autograder.course_interface import STAND_INS, GraderFunction, student_error
+from autograder.course_interface import STAND_INS, GraderFunction, TimedCall, student_error
 from autograder.kernel import CallResults, CallTimeout, KernelDied, KernelSession
 from autograder.labs import Part, free_names
 from autograder.limits import PART_SECONDS
@@ -48,22 +49,20 @@ class StudentFunction(GraderFunction):
         with self.session.limits_for(seconds):
             return self.session.call(self.__name__, *args, **kwargs)
 
-    def timed_call(self, seconds: float, *args, **kwargs) -> tuple:
-        """``(result, seconds, round trips)``: one call (with a time limit of at least ``seconds``),
-        its time on the grader's clock less the grader's own time answering the stand-ins it called,
-        and, for each stand-in call, the time from the kernel's previous word to its request (the
-        call's start, or the previous answer): the round trip, and whatever the student's code did
-        in between. What a course's ``timed_call`` helper calls."""
+    def timed_call(self, seconds: float, *args, **kwargs) -> TimedCall:
+        """One call (with a time limit of at least ``seconds``): its result, its time on the
+        grader's clock less the grader's own time answering the stand-ins it called, and, for each
+        stand-in call, the time from the kernel's previous word to its request (the call's start,
+        or the previous answer): the round trip, and whatever the student's code did in between.
+        What a course's ``timed_call`` helper calls."""
         first, service = len(STAND_INS.answers), STAND_INS.seconds
         started = time.perf_counter()
         result = self.call_with_time_limit(seconds, *args, **kwargs)
         elapsed = time.perf_counter() - started
         log = STAND_INS.answers[first:]
-        gaps = [
-            arrived - previous
-            for (arrived, _), previous in zip(log, [started] + [answered for _, answered in log])
-        ]
-        return result, elapsed - (STAND_INS.seconds - service), gaps
+        previous_words = [started] + [answer.answered for answer in log]
+        round_trips = [answer.arrived - previous for answer, previous in zip(log, previous_words)]
+        return TimedCall(result, elapsed - (STAND_INS.seconds - service), round_trips)
 
     def call_each(
         self, argument_lists: list, with_arguments: bool = False, **keywords
@@ -88,7 +87,7 @@ def hidden_test_names(hidden_tests: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(hidden_tests: str, part_id: str):
+def _compiled(hidden_tests: str, part_id: str) -> types.CodeType:
     # optimize=0 keeps the asserts even when the grader runs under python -O.
     return compile(hidden_tests, f"<hidden tests: {part_id}>", "exec", optimize=0)
 
@@ -126,7 +125,7 @@ def run_part(session: KernelSession, part: Part, seconds: float = PART_SECONDS) 
 def _graded(session: KernelSession, part: Part, seconds: float) -> PartScore:
     """The part's hidden tests once; the message is the grader's own (``verdicts.py``)."""
     deadline = time.monotonic() + seconds
-    namespace: dict = {"__name__": f"hidden_tests_{part.part_id}"}
+    namespace: dict[str, object] = {"__name__": f"hidden_tests_{part.part_id}"}
 
     def failed(message: str, verdict: Verdict) -> PartScore:
         return PartScore(part.part_id, 0, part.points, message, verdict=verdict)

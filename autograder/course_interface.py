@@ -31,7 +31,7 @@ from __future__ import annotations
 import abc
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from autograder.course import Course
 from autograder.verdicts import TooSlow
@@ -40,6 +40,7 @@ __all__ = [
     "Course",
     "GraderFunction",
     "StudentError",
+    "TimedCall",
     "TooSlow",
     "call_each",
     "call_with_time_limit",
@@ -47,6 +48,14 @@ __all__ = [
     "student_error",
     "timed_call",
 ]
+
+
+class TimedCall(NamedTuple):
+    """What :func:`timed_call` gives: ``result, seconds, round_trips = timed_call(...)``."""
+
+    result: Any
+    seconds: float  # the call's time, less the grader's own time answering stand-ins
+    round_trips: list[float]  # one per stand-in call: the time since the kernel's previous word
 
 
 class GraderFunction(abc.ABC):
@@ -67,10 +76,8 @@ class GraderFunction(abc.ABC):
         """One call with a time limit of at least ``seconds``."""
 
     @abc.abstractmethod
-    def timed_call(
-        self, seconds: float, *args: Any, **kwargs: Any
-    ) -> tuple[Any, float, list[float]]:
-        """``(result, seconds, stand-in round trips)``; see :func:`timed_call`."""
+    def timed_call(self, seconds: float, *args: Any, **kwargs: Any) -> TimedCall:
+        """The result, the seconds and the stand-in round trips; see :func:`timed_call`."""
 
 
 def call_each(
@@ -110,11 +117,9 @@ def call_with_time_limit(function: Callable, seconds: float, *args: Any, **kwarg
     return function(*args, **kwargs)
 
 
-def timed_call(
-    function: Callable, seconds: float, *args: Any, **kwargs: Any
-) -> tuple[Any, float, list[float]]:
-    """``(result, seconds taken, round trips)`` of one call, with a time limit of at least
-    ``seconds``.
+def timed_call(function: Callable, seconds: float, *args: Any, **kwargs: Any) -> TimedCall:
+    """The result, the seconds taken and the round trips of one call (a :class:`TimedCall`), with a
+    time limit of at least ``seconds``.
 
     Against a student's function in the grader, the time is on the grader's clock, less the
     grader's own time answering the stand-ins the call used (``autograder/stand_ins.py``), and each
@@ -125,7 +130,7 @@ def timed_call(
         return function.timed_call(seconds, *args, **kwargs)
     started = time.perf_counter()
     result = function(*args, **kwargs)
-    return result, time.perf_counter() - started, []
+    return TimedCall(result, time.perf_counter() - started, [])
 
 
 @dataclass(frozen=True)
@@ -178,6 +183,13 @@ def report_as(error: BaseException, bridge: str, method: str) -> None:
         mark_student_error(error, replace(said, function=method))
 
 
+class StandInAnswer(NamedTuple):
+    """One stand-in call the grader answered, on its clock (``time.perf_counter()``)."""
+
+    arrived: float  # when the kernel's request arrived
+    answered: float  # when the grader's answer was sent
+
+
 class StandInLog:
     """The stand-in calls the grader answered in this process (``stand_ins.py`` records them): when
     each request arrived and was answered on the grader's clock, and the grader's time answering.
@@ -185,11 +197,11 @@ class StandInLog:
     (``check.StudentFunction.timed_call``)."""
 
     def __init__(self) -> None:
-        self.answers: list[tuple[float, float]] = []  # (arrived, answered), time.perf_counter()
+        self.answers: list[StandInAnswer] = []
         self.seconds = 0.0
 
     def record(self, arrived: float, answered: float) -> None:
-        self.answers.append((arrived, answered))
+        self.answers.append(StandInAnswer(arrived, answered))
         self.seconds += answered - arrived
 
 

@@ -14,6 +14,7 @@ import re
 import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 
@@ -76,7 +77,14 @@ def student_id_from_flat_name(path: Path) -> str:
     return identify(Path(Path(path).name), tuple(all_labs())).student_id
 
 
-def find_submissions(folder: Path, roster: Roster | None = None) -> list[tuple[Entry, Identity]]:
+class HandedIn(NamedTuple):
+    """One entry of a submissions folder, and who handed it in."""
+
+    entry: Entry
+    identity: Identity
+
+
+def find_submissions(folder: Path, roster: Roster | None = None) -> list[HandedIn]:
     """(entry, identity) pairs for every entry of the folder (folder.py: notebooks, other files,
     links...): a flat folder (LMS exports), Moodle's folders, or nbgrader's
     ``<student>/<lab>/*.ipynb``. Two LMS users with one name are told apart, never merged. A student
@@ -87,7 +95,7 @@ def find_submissions(folder: Path, roster: Roster | None = None) -> list[tuple[E
     identities = tell_apart([_escaped(identify(entry.relative, labs)) for entry in found])
     if roster is not None:
         identities = [roster.resolve(identity) for identity in identities]
-    return list(zip(found, identities))
+    return [HandedIn(entry, identity) for entry, identity in zip(found, identities)]
 
 
 def _escaped(identity: Identity) -> Identity:

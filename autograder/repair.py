@@ -14,7 +14,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-import nbformat
+from nbformat import NotebookNode
 
 from autograder.labs import Lab, nbgrader_meta, release_cells
 from autograder.result import IntegrityEvent
@@ -43,7 +43,8 @@ class Repaired:
     integrity: list[IntegrityEvent] = field(default_factory=list)
 
 
-# How alike (difflib ratio) an unmatched code cell must be to a given cell to count as that cell, edited.
+# How alike (difflib ratio) an unmatched code cell must be to a given cell to count as that cell,
+# edited.
 EDITED_GIVEN_LIKENESS = 0.6
 
 
@@ -66,7 +67,7 @@ class Matching:
     """Release index -> submission index, built by the passes of :func:`match_cells`; each pass
     claims only cells that no earlier pass claimed."""
 
-    def __init__(self, release: tuple, cells: list):
+    def __init__(self, release: tuple[NotebookNode, ...], cells: list[NotebookNode]):
         self.release, self.cells = release, cells
         self.matched: dict[int, int] = {}
         self.used: set[int] = set()
@@ -76,10 +77,12 @@ class Matching:
         self.used.add(s)
 
     def unclaimed_between_neighbours(self, r: int) -> list[int]:
-        """Unclaimed, non-empty submission cells between the matches of release cell ``r``'s neighbours."""
+        """Unclaimed, non-empty submission cells between the matches of release cell ``r``'s
+        neighbours."""
         before = max((self.matched[q] for q in self.matched if q < r), default=-1)
         after = min((self.matched[q] for q in self.matched if q > r), default=len(self.cells))
-        return [s for s in range(before + 1, after) if s not in self.used and self.cells[s].source.strip()]
+        return [s for s in range(before + 1, after)
+                if s not in self.used and self.cells[s].source.strip()]
 
 
 def match_by_ids(m: Matching) -> None:
@@ -96,7 +99,8 @@ def match_by_ids(m: Matching) -> None:
         if grade_id in by_grade_id and by_grade_id[grade_id] not in m.used:
             m.claim(r, by_grade_id[grade_id])
         elif cell.get("id") in by_id and by_id[cell.get("id")] not in m.used and (
-                _role(cell) == "answer" or _norm(m.cells[by_id[cell["id"]]].source) == _norm(cell.source)):
+                _role(cell) == "answer"
+                or _norm(m.cells[by_id[cell["id"]]].source) == _norm(cell.source)):
             m.claim(r, by_id[cell["id"]])
 
 
@@ -125,9 +129,10 @@ def match_answers_by_place(m: Matching) -> None:
             continue
         names = re.findall(r"^def (\w+)", cell.source, re.M)
 
-        def likeness(s: int) -> float:  # called in this iteration only: names and cell are this one's
-            defines = any(re.search(rf"^\s*def {n}\b", m.cells[s].source, re.M) for n in names)  # noqa: B023
-            return difflib.SequenceMatcher(None, cell.source, m.cells[s].source).ratio() + (1 if defines else 0)  # noqa: B023
+        def likeness(s: int, template: str = cell.source, names: list[str] = names) -> float:
+            defines = any(re.search(rf"^\s*def {n}\b", m.cells[s].source, re.M) for n in names)
+            alike = difflib.SequenceMatcher(None, template, m.cells[s].source).ratio()
+            return alike + (1 if defines else 0)
 
         best_score, best = max((likeness(s), s) for s in window)
         if best_score >= 0.3:
@@ -141,8 +146,11 @@ def match_edited_given_cells(m: Matching) -> None:
     for r, cell in enumerate(m.release):
         if r in m.matched or _role(cell) not in ("given", "test") or not cell.source.strip():
             continue
-        window = [s for s in m.unclaimed_between_neighbours(r) if m.cells[s].get("cell_type") == "code"]
-        scored = [(difflib.SequenceMatcher(None, _norm(cell.source), _norm(m.cells[s].source)).ratio(), s) for s in window]
+        window = [s for s in m.unclaimed_between_neighbours(r)
+                  if m.cells[s].get("cell_type") == "code"]
+        released = _norm(cell.source)
+        scored = [(difflib.SequenceMatcher(None, released, _norm(m.cells[s].source)).ratio(), s)
+                  for s in window]
         if scored and max(scored)[0] >= EDITED_GIVEN_LIKENESS:
             m.claim(r, max(scored)[1])
 
@@ -150,7 +158,7 @@ def match_edited_given_cells(m: Matching) -> None:
 MATCHING_PASSES = (match_by_ids, match_by_text, match_answers_by_place, match_edited_given_cells)
 
 
-def match_cells(release: tuple, cells: list) -> dict[int, int]:
+def match_cells(release: tuple[NotebookNode, ...], cells: list[NotebookNode]) -> dict[int, int]:
     """Release index -> submission index: the passes of ``MATCHING_PASSES`` in order."""
     matching = Matching(release, cells)
     for match_pass in MATCHING_PASSES:
@@ -159,7 +167,8 @@ def match_cells(release: tuple, cells: list) -> dict[int, int]:
 
 
 def _out_of_order(matched: dict[int, int]) -> set[int]:
-    """Release indices whose cells stand out of order in the submission (outside a longest increasing run)."""
+    """Release indices whose cells stand out of order in the submission (outside a longest
+    increasing run)."""
     pairs = sorted(matched.items())
     positions = [s for _, s in pairs]
     best: list[list[int]] = []
@@ -171,7 +180,11 @@ def _out_of_order(matched: dict[int, int]) -> set[int]:
     return {pairs[i][0] for i in range(len(pairs)) if i not in keep}
 
 
-def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
+ADDED = "a code cell the release does not have; it was run where it stood"
+
+
+def repair(nb: NotebookNode, lab: Lab) -> Repaired:
+    """The program to grade, the released checks, and what differed from the release."""
     release = release_cells(lab.lab_id)
     cells = list(nb.cells)
     matched = match_cells(release, cells)
@@ -179,7 +192,7 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
     program: list[Step] = []
     checks: dict[str, str] = {}
 
-    def note(kind, cell_id, detail):
+    def note(kind: str, cell_id: str, detail: str) -> None:
         report.append(IntegrityEvent(kind, cell_id, detail))
 
     moved = _out_of_order(matched)
@@ -194,24 +207,27 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
 
     for s in added_after.get(-1, []):
         program.append(Step("added", cells[s].source, f"added cell {s + 1}"))
-        note("added", f"cell {s + 1}", "a code cell the release does not have; it was run where it stood")
+        note("added", f"cell {s + 1}", ADDED)
     for r, cell in enumerate(release):
         meta = nbgrader_meta(cell)
         cell_id = meta.get("grade_id") or cell.get("id") or f"cell {r + 1}"
         role = _role(cell)
         at = matched.get(r)
         mine = cells[at] if at is not None else None
-        # The Submit cell and its helper (autograder/service/notebook.py) are never run here: whatever a
-        # student did to them costs nothing and is not reported.
+        # The Submit cell and its helper (autograder/service/notebook.py) are never run here:
+        # whatever a student did to them costs nothing and is not reported.
         submit_cell = SUBMIT_TAG in (cell.get("metadata", {}).get("tags") or [])
         if r in moved and role != "markdown" and not submit_cell:
-            note("moved", cell_id, "the cell stood elsewhere in the submission; it was run in its released place")
+            note("moved", cell_id,
+                 "the cell stood elsewhere in the submission; it was run in its released place")
         if role == "answer":
             if mine is None:
-                note("missing", cell_id, "this answer cell was deleted; its part can only pass if the function is defined elsewhere")
+                note("missing", cell_id, "this answer cell was deleted; its part can only pass "
+                                         "if the function is defined elsewhere")
             else:
                 if mine.get("cell_type") != "code":
-                    note("type_changed", cell_id, f"the answer cell had been switched to {mine.get('cell_type')}; it was run as code")
+                    note("type_changed", cell_id, "the answer cell had been switched to "
+                                                  f"{mine.get('cell_type')}; it was run as code")
                 program.append(Step("answer", mine.source, cell_id, part_of=cell_id))
         elif role in ("given", "test"):
             if submit_cell:
@@ -219,9 +235,11 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
             elif mine is None:
                 note("restored", cell_id, "the cell was deleted; it was restored from the release")
             elif _norm(mine.source) != _norm(cell.source):
-                note("restored", cell_id, "the cell had been edited; the released version was used")
+                note("restored", cell_id,
+                     "the cell had been edited; the released version was used")
             elif mine.get("cell_type") != "code":
-                note("type_changed", cell_id, "the cell had been switched to markdown; it was run as code")
+                note("type_changed", cell_id,
+                     "the cell had been switched to markdown; it was run as code")
             if role == "given" and GRADING_SKIP not in cell.get("metadata", {}).get("tags", []):
                 program.append(Step("given", cell.source, cell_id))
             elif role == "test":
@@ -231,5 +249,5 @@ def repair(nb: nbformat.NotebookNode, lab: Lab) -> Repaired:
                 program.append(Step("check", cell.source, cell_id))
         for s_added in added_after.get(r, []):
             program.append(Step("added", cells[s_added].source, f"added cell {s_added + 1}"))
-            note("added", f"cell {s_added + 1}", "a code cell the release does not have; it was run where it stood")
+            note("added", f"cell {s_added + 1}", ADDED)
     return Repaired(program, checks, report)

@@ -1,6 +1,7 @@
 """The engine on a course of its own (toy_course.py), not the BPE course: the kernel session, one
-part's check and a whole file's grade. ``test_the_engine_tests_need_no_bpe_labs`` runs this module
-again in a process where ``import bpe_labs`` fails."""
+part's check and a whole file's grade. ``test_the_engine_tests_need_no_bpe_labs`` runs the engine's
+test modules (this one, and grade.py's steps: ``test_step_*.py``, ``test_grading_runner.py``) again
+in a process where ``import bpe_labs`` fails."""
 from __future__ import annotations
 
 import os
@@ -86,7 +87,8 @@ def test_a_file_is_graded_part_by_part(course, tmp_path):
 
 
 def test_the_engine_tests_need_no_bpe_labs(tmp_path):
-    """This module, run alone where the BPE course cannot be imported: the engine and its tests do not need it."""
+    """The engine's test modules (this one and one per step of grade.py), run alone where the BPE
+    course cannot be imported: the engine and its tests do not need it."""
     if os.environ.get("ENGINE_ALONE"):
         pytest.skip("already alone")
     blocker = tmp_path / "block"
@@ -94,8 +96,14 @@ def test_the_engine_tests_need_no_bpe_labs(tmp_path):
     (blocker / "bpe_labs.py").write_text("raise ImportError('the engine tests must not import bpe_labs')\n")
     env = {**os.environ, "ENGINE_ALONE": "1", "PYTHONPATH": os.pathsep.join([str(blocker), str(HERE)])}
     env.pop("AUTOGRADER_COURSE", None)
-    done = subprocess.run([sys.executable, "-m", "pytest", str(Path(__file__)), "--noconftest", "-q", "-p", "no:cacheprovider",
-                           "-o", "addopts=", "-p", "no:nbval", "-p", "no:xdist", "-k", "not need_no_bpe_labs"],
+    modules = sorted(HERE.glob("test_*.py"))
+    assert len(modules) > 10  # this one, the runner's and one per step
+    done = subprocess.run([sys.executable, "-m", "pytest", *map(str, modules), "--noconftest", "-q",
+                           "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:nbval", "-p", "no:xdist",
+                           "-k", "not need_no_bpe_labs"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "4 passed" in done.stdout
+    # every test ran and passed (none skipped): one per "def test_" of the modules, less this one
+    tests = sum(module.read_text().count("\ndef test_") for module in modules) - 1
+    summary = done.stdout.strip().splitlines()[-1]
+    assert summary.startswith(f"{tests} passed") and "skipped" not in summary, summary
