@@ -65,6 +65,13 @@ def roster_rows(path: Path) -> list[RosterRow]:
     return list(rows.values())
 
 
+def new_student(row: RosterRow) -> Student:
+    """A student the roster (a CSV, or the LMS's members) adds, on the roster from now on."""
+    return Student(
+        student_id=row.student_id, name=row.name, email=row.email, on_roster=True, added_at=now()
+    )
+
+
 def load_roster(session, rows: list[RosterRow]) -> tuple[int, int]:
     """Make the database's roster ``rows``: new students added, known ones updated, the others
     marked as off the roster (they keep their submissions, and can no longer submit).
@@ -74,15 +81,7 @@ def load_roster(session, rows: list[RosterRow]) -> tuple[int, int]:
     for row in rows:
         student = known.get(row.student_id)
         if student is None:
-            session.add(
-                Student(
-                    student_id=row.student_id,
-                    name=row.name,
-                    email=row.email,
-                    on_roster=True,
-                    added_at=now(),
-                )
-            )
+            session.add(new_student(row))
             added += 1
         else:
             student.name, student.email, student.on_roster = row.name, row.email, True

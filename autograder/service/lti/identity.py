@@ -29,7 +29,7 @@ import typing as t
 from sqlalchemy import func, select
 
 from autograder.service.models import Student
-from autograder.service.tokens import RosterRow
+from autograder.service.tokens import RosterRow, new_student
 
 LIS = "https://purl.imsglobal.org/spec/lti/claim/lis"
 CUSTOM = "https://purl.imsglobal.org/spec/lti/claim/custom"
@@ -93,22 +93,12 @@ def roster_row(member: t.Mapping[str, t.Any], way: str) -> RosterRow | None:
 def merge_roster(session, rows: list[RosterRow], way: str) -> tuple[int, int]:
     """Add the LMS's learners to the roster, or update the ones it has (matched as a launch would
     be: by email, else by student id); nobody is dropped. Returns (added, updated)."""
-    from autograder.service.settings import now
-
     added = updated = 0
     for row in rows:
         student = find_student(session, row.email, "email") if way == "email" else None
         student = student or session.get(Student, row.student_id)
         if student is None:
-            session.add(
-                Student(
-                    student_id=row.student_id,
-                    name=row.name,
-                    email=row.email,
-                    on_roster=True,
-                    added_at=now(),
-                )
-            )
+            session.add(new_student(row))
             added += 1
         else:
             student.name, student.on_roster = row.name or student.name, True
