@@ -73,11 +73,20 @@ def session_cookie(request, db: Database) -> Principal | None:
             student = session.get(Student, row.student_id)
             if student is None or not student.on_roster:
                 return None
+            if row.via == "token" and not _token_still_valid(session, row):
+                return None
             return Principal(STUDENT, student.student_id, row.via, row.csrf, student.name)
         account = session.get(Account, row.username)
         if account is None or account.disabled:
             return None
         return Principal(account.role, account.username, row.via, row.csrf)
+
+
+def _token_still_valid(session, row: WebSession) -> bool:
+    """A session opened with a token lasts only while that token does: revoking or re-issuing it
+    (``tokens --revoke``, ``--reissue``) ends the session at its next request."""
+    token = tokens.active_token(session, row.student_id) if row.student_id else None
+    return token is not None and token.created_at <= row.created_at
 
 
 def identify(request, db: Database, authenticators: list[Authenticator]) -> Principal | None:
