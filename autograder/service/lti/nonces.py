@@ -41,6 +41,7 @@ def nonce_ok(key: bytes, nonce: str) -> bool:
     expires = body.rpartition(".")[2]
     return (
         len(nonce) < 200
+        and expires.isascii()
         and expires.isdigit()
         and hmac.compare_digest(_mac(key, body), mac)
         and int(expires) >= time.time()

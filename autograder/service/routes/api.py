@@ -120,7 +120,7 @@ async def submit(request: Request, principal: ApiStudent, db: DB, settings: Sett
 
 
 def _own(db: Database, principal: Principal, submission_id: str) -> dict | None:
-    if not submission_id.isdigit() or len(submission_id) > 18:
+    if not (submission_id.isascii() and submission_id.isdigit()) or len(submission_id) > 18:
         return None
     with db.reading() as session:
         row = session.get(Submission, int(submission_id), options=[undefer(Submission.result)])

@@ -141,7 +141,7 @@ async def upload(
 
 
 def _mine(db: Database, principal: Principal, submission_id: str, with_result: bool = False):
-    if not submission_id.isdigit() or len(submission_id) > 18:
+    if not (submission_id.isascii() and submission_id.isdigit()) or len(submission_id) > 18:
         return None, 0
     with db.reading() as session:
         options = [undefer(Submission.result)] if with_result else []
