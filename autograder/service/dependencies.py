@@ -13,6 +13,7 @@ from typing import Annotated, Callable
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from jinja2 import Environment
+from pylti1p3.tool_config import ToolConfDict
 
 from autograder.service.auth import Principal, identify
 from autograder.service.database import Database
@@ -58,7 +59,13 @@ def signin_limits(request: Request) -> SignInLimits:
     return request.app.state.signin_limits
 
 
+def lti_tool(request: Request) -> ToolConfDict:
+    """The LMS platforms this tool is registered with (pylti1p3's configuration; serve --lti)."""
+    return request.app.state.lti
+
+
 DB = Annotated[Database, Depends(database)]
+LtiTool = Annotated[ToolConfDict, Depends(lti_tool)]
 Limits = Annotated[SignInLimits, Depends(signin_limits)]
 Settings = Annotated[ServiceSettings, Depends(settings)]
 Wake = Annotated[Callable[[], None], Depends(wake)]

@@ -22,10 +22,10 @@ import hashlib
 import hmac
 import logging
 import secrets
-from typing import Annotated, Any, cast
+from typing import Any, cast
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from pylti1p3.deep_link_resource import DeepLinkResource
@@ -47,7 +47,7 @@ from autograder.service.lti.refusals import ASK, Refused, refusal
 from autograder.service.lti.scores import record_link
 from autograder.service.lti.storage import DatabaseStorage, OnceSessions
 from autograder.service.database import Database
-from autograder.service.dependencies import DB, Settings
+from autograder.service.dependencies import DB, LtiTool, Settings
 from autograder.service.routes.pages import render, see_other
 from autograder.service.settings import ServiceSettings
 
@@ -96,15 +96,10 @@ def _refused(
     return _page(request, "lti_refused.html", status, what=what, todo=todo)
 
 
-def _tools(request: Request):
-    """(the registrations, a launch-state store, its session service)."""
-    storage = DatabaseStorage(request.app.state.db)
-    return registrations(request), storage, OnceSessions(storage)
-
-
-def registrations(request: Request):
-    """The platforms this tool is registered with (pylti1p3's configuration)."""
-    return request.app.state.lti
+def _tools(db: Database):
+    """(a launch-state store, its session service)."""
+    storage = DatabaseStorage(db)
+    return storage, OnceSessions(storage)
 
 
 def public(settings: ServiceSettings, path: str) -> str:
@@ -163,7 +158,7 @@ def _claims(launch_data) -> dict[str, Any]:
 
 
 @router.get("/jwks")
-def jwks(tool: Annotated[ToolConfDict, Depends(registrations)]):
+def jwks(tool: LtiTool):
     return JSONResponse(tool.get_jwks(), headers={"Cache-Control": "max-age=300"})
 
 
@@ -208,9 +203,9 @@ def canvas_configuration(settings: Settings):
 
 
 @router.api_route("/login", methods=["GET", "POST"])
-async def login(request: Request, settings: Settings):
+async def login(request: Request, settings: Settings, config: LtiTool, db: DB):
     form = await request.form(max_files=0, max_fields=20) if request.method == "POST" else None
-    config, _storage, sessions = _tools(request)
+    _storage, sessions = _tools(db)
     adapted = StarletteRequest(request, form)
     oidc = Login(adapted, config, session_service=sessions, cookie_service=Cookies(adapted))
     try:
@@ -220,9 +215,9 @@ async def login(request: Request, settings: Settings):
 
 
 @router.post("/launch", name="lti_launch")
-async def launch(request: Request, settings: Settings, db: DB):
+async def launch(request: Request, settings: Settings, db: DB, config: LtiTool):
     form = await request.form(max_files=0, max_fields=20)
-    config, storage, sessions = _tools(request)
+    storage, sessions = _tools(db)
     adapted = StarletteRequest(request, form)
     message = Launch(
         adapted,
@@ -251,7 +246,9 @@ async def launch(request: Request, settings: Settings, db: DB):
             raise Refused("This kind of LTI message is not one this service takes.", ASK, 400)
         lab = _lab(str((claims.get(CUSTOM) or {}).get("lab") or "").strip())
         if _staff(message):
-            return await run_in_threadpool(_instructor_page, request, message, claims, lab)
+            return await run_in_threadpool(
+                _instructor_page, request, settings, message, claims, lab
+            )
         if not message.check_student_access():
             raise Refused("Your role in this LMS course is neither student nor instructor.", ASK)
         answer = await run_in_threadpool(_student_launch, request, db, settings, claims, lab)
@@ -353,7 +350,13 @@ async def enter(request: Request, db: DB, settings: Settings):
 
 
 def _instructor_page(
-    request: Request, message: Launch, claims: dict, lab: str, status: int = 200, note: str = ""
+    request: Request,
+    settings: ServiceSettings,
+    message: Launch,
+    claims: dict,
+    lab: str,
+    status: int = 200,
+    note: str = "",
 ):
     title, points = _labs()[lab]
     return _page(
@@ -368,14 +371,14 @@ def _instructor_page(
         nrps=message.has_nrps(),
         ags=bool(claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")),
         course_title=(claims.get(CONTEXT) or {}).get("title", ""),
-        identity=CLAIM_NAMES[request.app.state.settings.lti_identity],
+        identity=CLAIM_NAMES[settings.lti_identity],
     )
 
 
-def _restored(request: Request, form) -> Launch:
+def _restored(request: Request, form, config: ToolConfDict, db: Database) -> Launch:
     """The instructor's launch that this form belongs to (its id is the form's proof: only that page
     has it)."""
-    config, _storage, sessions = _tools(request)
+    _storage, sessions = _tools(db)
     launch_id = str(form.get("launch_id") or "")
     if (
         not same_origin(request)
@@ -408,10 +411,10 @@ def _restored(request: Request, form) -> Launch:
 
 
 @router.post("/deep-link")
-async def deep_link(request: Request, settings: Settings, db: DB):
+async def deep_link(request: Request, settings: Settings, db: DB, config: LtiTool):
     form = await request.form(max_files=0, max_fields=10)
     try:
-        message = await run_in_threadpool(_restored, request, form)
+        message = await run_in_threadpool(_restored, request, form, config, db)
         if not message.is_deep_link_launch():
             raise Refused(
                 "This page was not opened to choose a lab.",
@@ -455,7 +458,7 @@ async def deep_link(request: Request, settings: Settings, db: DB):
 
 
 @router.post("/roster")
-async def roster(request: Request, settings: Settings, db: DB):
+async def roster(request: Request, settings: Settings, db: DB, config: LtiTool):
     form = await request.form(max_files=0, max_fields=10)
 
     def build(message: Launch) -> str:
@@ -477,7 +480,7 @@ async def roster(request: Request, settings: Settings, db: DB):
         )
 
     try:
-        message = await run_in_threadpool(_restored, request, form)
+        message = await run_in_threadpool(_restored, request, form, config, db)
         if not message.has_nrps():
             raise Refused(
                 "This LMS did not offer its course's members (Names and Role Provisioning "
@@ -498,5 +501,6 @@ async def roster(request: Request, settings: Settings, db: DB):
         )
     claims = _claims(message.get_launch_data())
     lab = str((claims.get(CUSTOM) or {}).get("lab") or "")
-    return _instructor_page(request, message, claims, lab, note=note) if lab in _labs() else \
-        _page(request, "lti_refused.html", 200, what=note, todo="")
+    if lab not in _labs():
+        return _page(request, "lti_refused.html", 200, what=note, todo="")
+    return _instructor_page(request, settings, message, claims, lab, note=note)

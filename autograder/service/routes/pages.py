@@ -6,6 +6,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from autograder.course import current
 from autograder.service.auth import CSRF_COOKIE, Principal, anonymous_csrf, set_cookie
+from autograder.service.dependencies import templates
 
 # Pages run no script at all; the feedback page is shown sandboxed, as a document of its own origin.
 PAGE_POLICY = (
@@ -25,7 +26,7 @@ def render(
     principal: Principal | None = None,
     **context,
 ) -> HTMLResponse:
-    page = request.app.state.templates.get_template(template).render(
+    page = templates(request).get_template(template).render(
         course=current().name, principal=principal, **context
     )
     return HTMLResponse(page, status_code=status)
