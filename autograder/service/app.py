@@ -191,7 +191,7 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
     app.include_router(student.router)
     app.include_router(dashboard.router)
     if lti is not None:
-        from autograder.service.routes import lti as lti_routes
+        from autograder.service.lti import routes as lti_routes
 
         app.include_router(lti_routes.router)
     return app

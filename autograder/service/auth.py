@@ -4,7 +4,7 @@ authenticators, and the web sessions and CSRF tokens of the pages.
 The API authenticates with ``Authorization: Bearer TOKEN`` only (no cookie: a page of another site
 cannot make a browser call it). Pages authenticate with a session cookie (``Secure``, ``HttpOnly``,
 ``SameSite=Lax``); a session is started by signing in with a token (students) or a password
-(instructors, TAs), and by any other sign-in the service is given: an LTI 1.3 launch (routes/lti.py)
+(instructors, TAs), and by any other sign-in the service is given: an LTI 1.3 launch (lti/routes.py)
 verifies its signed message, finds the roster entry and calls :func:`start_session` with
 ``via="lti"``. Every form that changes something carries the session's CSRF token; the sign-in
 forms, before a session exists, a double-submit cookie's. A form whose ``Origin`` is another site is
