@@ -115,7 +115,9 @@ async def submit(request: Request, principal: ApiStudent, db: DB, settings: Sett
             lab=row.lab,
             position=queue.position(session, row),
             late=row.late,
-            url=str(request.url_for("student_submission", submission_id=row.id)),
+            url=f"{settings.public_url}/me/submissions/{row.id}"
+            if settings.public_url
+            else str(request.url_for("student_submission", submission_id=row.id)),
         )
 
 
