@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import contextlib
 import dataclasses
 import json
@@ -89,6 +90,11 @@ class NotebookCalls:
         self.sent_arguments: list = []
         # function name -> the shape of what it returned (shapes.py)
         self.shapes: dict[str, Any] = {}
+        # A function that ran out of its time once (a call, or a cell calling it): the verdict it
+        # got. Its next calls fail at once with that verdict: an infinite loop costs its notebook
+        # one time limit, not one per part or cell that calls it.
+        self.hung: dict[str, str] = {}
+        self.standing: set[str] = set()  # names a stand-in holds now: the reference, never hung
 
     @contextlib.contextmanager
     def limits_for(self, call_seconds: float) -> Iterator[None]:
@@ -134,9 +140,33 @@ class NotebookCalls:
     def stand_in(self, name: str) -> None:
         """The notebook's ``name`` becomes a stand-in that asks the grader (see codec.py)."""
         self._ask("stand_in", name)
+        self.standing.add(name)
 
     def put_back(self, name: str) -> None:
         self._ask("put_back", name)
+        self.standing.discard(name)
+
+    def _refuse_if_hung(self, name: str) -> None:
+        if name in self.hung and name not in self.standing:
+            raise CallTimeout(self.hung[name])
+
+    def hung_in(self, code: str) -> str:
+        """Why a cell calling a function that already ran out of time is not run ("" if it calls
+        none)."""
+        for name, verdict in self.hung.items():
+            if name not in self.standing and re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", code):
+                return f"not run: it calls {name}, which {verdict} in an earlier cell or part"
+        return ""
+
+    def note_stopped(self, verdict: str) -> None:
+        """After a cell was stopped at its time limit: the notebook's functions that were running
+        then (from the interrupt's traceback, in the kernel) ran out of time."""
+        try:
+            names = json.loads(self._ask("running_when_stopped"))
+        except (CallTimeout, KernelDied, ValueError):
+            return
+        for name in names:
+            self.hung.setdefault(str(name), verdict)
 
     def snapshot(self, key: str, names: Iterable[str]) -> None:
         """Remember, in the kernel, what ``names`` reach now (see ``codec.snapshot``)."""
@@ -159,6 +189,7 @@ class NotebookCalls:
         A built-in exception the function raised is raised again here, with the same class and
         message; any other as :class:`StudentRaised` (:meth:`CallOutcome.error`).
         """
+        self._refuse_if_hung(name)
         self.sent_arguments.append([list(args), kwargs])
         self.clock.hidden_input_sent()
         payload = codec.pack((list(args), kwargs))
@@ -181,6 +212,7 @@ class NotebookCalls:
         cases before it. ``within`` caps the whole batch (the part's time left). With
         ``with_arguments``, each result is ``(value, the arguments as the call left them)``: a
         hidden test can see whether a function changed its input."""
+        self._refuse_if_hung(name)
         argument_lists = [list(args) for args in argument_lists]
         keywords = dict(keywords or {})
         self.sent_arguments.extend(argument_lists)
@@ -207,7 +239,10 @@ class NotebookCalls:
         """What a call that had ``outcome`` gives the hidden test: its value, or the error
         raised."""
         if outcome.kind == "timeout":
-            raise CallTimeout(f"did not finish within {self.limits.call_seconds:g} s")
+            verdict = f"did not finish within {self.limits.call_seconds:g} s"
+            if name not in self.standing:
+                self.hung.setdefault(name, verdict)
+            raise CallTimeout(self.hung.get(name, verdict))
         if outcome.kind == "raised":
             raise outcome.error(name)
         value = codec.decode(outcome.value)

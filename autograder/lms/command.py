@@ -99,7 +99,8 @@ def add_export_command(commands) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    for line in message.split("\n"):  # a roster's problems: one line each
+        print(f"error: {line}", file=sys.stderr)
     return 2
 
 
