@@ -151,11 +151,15 @@ class NotebookCalls:
             raise CallTimeout(self.hung[name])
 
     def hung_in(self, code: str) -> str:
-        """Why a cell calling a function that already ran out of time is not run ("" if it calls
-        none)."""
-        for name, verdict in self.hung.items():
-            if name not in self.standing and re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", code):
-                return f"not run: it calls {name}, which {verdict} in an earlier cell or part"
+        """Why a cell using a function that already ran out of time is not run ("" if it uses none;
+        a cell that defines the function again is run, and the function is no longer hung)."""
+        for name, verdict in list(self.hung.items()):
+            word = re.escape(name)
+            if re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{word}\b|^\s*{word}\s*=[^=]", code,
+                         re.MULTILINE):
+                del self.hung[name]  # defined again (fixed, maybe): called as it now is
+            elif name not in self.standing and re.search(rf"(?<![\w.]){word}(?!\w)", code):
+                return f"not run: it uses {name}, which {verdict} in an earlier cell or part"
         return ""
 
     def note_stopped(self, verdict: str) -> None:

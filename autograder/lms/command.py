@@ -162,8 +162,9 @@ def run_export(args: argparse.Namespace) -> int:
         )
     source = OutFolder(folder, args.db)
     try:
-        results = source.results()
+        # the roster first: its mistakes (one line each) are said before any result is read
         roster = read_roster(Path(args.roster)) if args.roster else None
+        results = source.results()
         items = list(args.assignment) + (
             read_assignments_file(Path(args.assignments)) if args.assignments else []
         )
