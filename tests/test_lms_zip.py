@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from autograder.batch import plan
-from autograder.unpack import decoded_name, unpack_submissions
 
 NOTEBOOK = b""  # an empty .ipynb: its row (empty_file) names its student without a kernel
 
@@ -42,6 +41,8 @@ def zip_bytes(entries: list[tuple[bytes | str, bytes]]) -> bytes:
 
 
 def flags(raw: bytes) -> dict[str, bool]:
+    from autograder.unpack import decoded_name
+
     with zipfile.ZipFile(io.BytesIO(raw)) as archive:
         return {decoded_name(info): bool(info.flag_bits & 0x800) for info in archive.infolist()}
 
@@ -83,15 +84,17 @@ def test_an_lms_zip_is_graded_as_it_comes_and_its_names_match_the_roster(tmp_pat
     cp437 (`María José Núñez` became `Mar├¡a Jos├⌐ N├║├▒ez`); `grade` took no zip at all."""
     entries: list[tuple[bytes | str, bytes]] = [(name, NOTEBOOK) for name, _ in names]
     raw = zip_bytes(entries)
-    assert sum(flags(raw).values()) == 1  # one name with the UTF-8 flag, the others without
     (tmp_path / "submissions.zip").write_bytes(raw)
     (tmp_path / "roster.csv").write_text(ROSTER, encoding="utf-8")
     rows = grade(tmp_path / "submissions.zip", tmp_path / "out", "--roster", str(tmp_path / "roster.csv"))
+    assert sum(flags(raw).values()) == 1  # one name with the UTF-8 flag, the others without
     handed_in = {row["student_id"] for row in rows if row["status"] != "missing"}
     assert handed_in == {student for _, student in names}, rows
     files = {Path(row["file"]).name for row in rows if row["file"]}
     assert "├" not in "".join(files) and "Ã" not in "".join(files)
     # without a roster, the names themselves are right (the batch's plan: no need to grade again)
+    from autograder.unpack import unpack_submissions
+
     jobs, planned, _ = plan(unpack_submissions(tmp_path / "submissions.zip", tmp_path / "alone"))
     students = {student for _, student, _ in jobs} | {row.student_id for row in planned}
     expected = {"canvas": {"nunezmaria", "josé", "zoë", "çelik"},

@@ -110,3 +110,17 @@ def test_a_notebook_of_another_lab_is_that_labs_hand_in_and_no_class_goes_missin
     said = rows[("s002", "toy_bpe", "missing")]["error"]
     assert "bobby_102_9002_toy_bpe.ipynb (graded for gpt2_bpe)" in said, said
     assert "2 missing hand-ins" in done.stdout
+
+
+def test_the_summary_counts_this_batch_and_the_term_apart(tmp_path):
+    """Was (4): `32 files in canvas/toy_bpe, 33 graded`: the second number counted earlier batches too.
+    Here week 2's one file is empty (not graded): the batch's count must say 0 graded."""
+    week1, week2 = tmp_path / "week1", tmp_path / "week2"
+    week1.mkdir()
+    week2.mkdir()
+    (week1 / "ann_toy_bpe.ipynb").write_bytes(TOY.read_bytes())
+    (week2 / "bob_toy_bpe.ipynb").write_bytes(b"")
+    grade(str(week1), "--out", str(tmp_path / "out"))
+    done = grade(str(week2), "--out", str(tmp_path / "out"))
+    assert f"this batch: 1 file in {week2}, 0 graded; the term in {tmp_path / 'out'}: 2 rows: 1 graded, 1 not graded" \
+        in done.stdout, done.stdout
