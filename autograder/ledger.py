@@ -1,21 +1,23 @@
 """The rows of an OUT folder: everything its gradebook holds, whichever batch put it there.
 
-One OUT folder is meant to serve a whole term: lab 1's folder graded into it in week 2, lab 2's in
-week 4, a late file on its own later. Its gradebook keeps every graded submission, so ``grades.csv``
-and the class report do too. After a batch they hold:
+One OUT folder is meant to serve a whole term: lab 1's folder (or zip) graded into it in week 2,
+lab 2's in week 4, a late file on its own later. After a batch, ``grades.csv`` and the class report
+hold:
 
 * every row of this batch (one per entry of its folder);
-* every earlier graded result stored in ``OUT/results/`` (signed by this grader: resume.py) whose
-  file is not in this batch, unless this batch graded the same student's same lab again (then the
-  gradebook holds the new score, and so does the table): a file removed from the folder keeps its
-  row and its score, as it keeps them in the gradebook. An earlier file that was not graded is not
-  in the gradebook, and its row goes when the file is no longer in the folder. Of two earlier
-  results of one student's lab (a file graded again under another name, the first then removed), the
-  one kept last is the one the gradebook holds, and the only one reported;
-* with a roster, a ``missing`` row for every roster student who has no row for a lab this batch
-  grades.
+* every earlier graded result stored in ``OUT/results/`` (signed by this grader: resume.py), unless
+  this batch graded the same student's same lab again (then the gradebook holds the new score, and
+  so does the table): a file removed from the folder keeps its row and its score, as it keeps them
+  in the gradebook. Of two earlier results of one student's lab: the one kept last;
+* every other row of earlier batches (``not_on_roster``, ``not_a_notebook``, ``duplicate``,
+  ``invalid_json``...: from the rows the last batch kept), until its file is removed or its folder
+  graded again (issue 33: an unmatched student once vanished after the next batch);
+* with a roster, a ``missing`` row for every roster student who handed in nothing for a lab a batch
+  of the term was about (:func:`batch_labs`: a stray notebook of another lab does not make a batch
+  about that lab).
 
-To start afresh (a new term, or to take a grade out), grade into a new ``--out`` folder.
+Every row names its lab (:func:`lab_of_row`). A roster given on any run re-keys the earlier rows
+(:func:`rekeyed`). To start afresh (a new term, or to take a grade out), grade into a new ``--out``.
 
 ``grade`` keeps these rows, signed, in ``OUT/rows.json`` (:func:`keep_rows`) before it writes
 ``grades.csv`` from them; ``export`` reads them back (:func:`kept_rows`), so that ``grades.csv``,
