@@ -175,8 +175,9 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
         metavar="SUBMISSIONS_DIR",
         help="a folder of handed-in notebooks as an LMS exports them (Canvas, Moodle: the student "
              "id is the prefix the export wrote; any other name: the file name without .ipynb and "
-             "a trailing _<lab>), an nbgrader submitted/<student>/<lab>/ tree, or an nbgrader "
-             "course folder (its submitted/ is graded). Every entry gets a row",
+             "a trailing _<lab>), the LMS's submissions .zip as downloaded (unpacked into "
+             "OUT/unpacked/, names decoded as the zip says), an nbgrader submitted/<student>/<lab>/ "
+             "tree, or an nbgrader course folder (its submitted/ is graded). Every entry gets a row",
     )
     grade.add_argument(
         "--out",
@@ -198,9 +199,10 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
     )
     grade.add_argument(
         "--roster",
-        help="CSV mapping LMS export names or user ids to student ids (columns: "
+        help="CSV mapping LMS export names or user ids to student ids (columns, in any case: "
         "student_id, and any of user_id, name, login, email); every roster student "
-        "then has a row for every lab the batch grades (missing if nothing came)",
+        "then has a row for every lab the term's batches were about (missing if nothing came); "
+        "given on a later run, it re-keys OUT's earlier results",
     )
     grade.add_argument(
         "--scheduler", help="grade on a Dask cluster: the scheduler's address (tls://host:8786)"

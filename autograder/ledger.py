@@ -270,13 +270,17 @@ def all_rows(batch: list[GradeResult], stored: dict[str, GradeResult], this_batc
     earlier = [row for row in earlier
                if row.status != GRADED or (row.student_id, row.lab) not in regraded]
     odd = []
+    reported = {row.file for row in batch + earlier}
     for row in (kept or []):
-        if row.status in (GRADED, MISSING) or _under(row.file, folder):
+        if row.status in (GRADED, MISSING) or _under(row.file, folder) or row.file in reported:
             continue  # graded: from the gradebook's results; missing: worked out again
         if row.lab in lab_ids and not Path(row.file).exists():
             continue  # the file was removed, and its lab graded again
         odd.append(rekeyed(row, roster))
-    term_labs = sorted(set(lab_ids) | set(kept.labs if kept is not None else ()),
+    # the labs earlier batches were about (a rows.json of an older version: its missing rows' labs)
+    earlier_labs = set(kept.labs or {row.lab for row in kept if row.status == MISSING and row.lab}
+                       ) if kept is not None else set()
+    term_labs = sorted(set(lab_ids) | earlier_labs,
                        key=lambda lab: (lab not in known, known.index(lab) if lab in known else 0))
     missing = missing_rows(roster, term_labs, batch + earlier + odd, folder)
     return Rows(

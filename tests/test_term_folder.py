@@ -60,6 +60,9 @@ def test_a_roster_given_on_a_later_run_rekeys_the_earlier_results_and_the_export
     assert ("s001", "missing") not in rows and ("leeann", "graded") not in rows
     assert float(rows[("mallory", "not_on_roster")]["score"]) == 11  # unmatched: visible, with its score
     assert {key for key in rows if key[1] == "missing"} == {("s002", "missing"), ("s003", "missing")}
+    again = rows_of(out)
+    grade(str(canvas), "--out", str(out), "--roster", roster)  # once more: the same rows, none twice
+    assert sorted(map(sorted, map(dict.items, rows_of(out)))) == sorted(map(sorted, map(dict.items, again)))
     done = subprocess.run([sys.executable, "-m", "autograder", "export", str(out), "--format", "canvas", "--roster",
                            roster, "--out", str(tmp_path / "canvas.csv"), "--assignment", "toy_bpe=9001"],
                           capture_output=True, text=True, timeout=300)
