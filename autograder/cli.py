@@ -176,8 +176,9 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
         help="a folder of handed-in notebooks as an LMS exports them (Canvas, Moodle: the student "
              "id is the prefix the export wrote; any other name: the file name without .ipynb and "
              "a trailing _<lab>), the LMS's submissions .zip as downloaded (unpacked into "
-             "OUT/unpacked/, names decoded as the zip says), an nbgrader submitted/<student>/<lab>/ "
-             "tree, or an nbgrader course folder (its submitted/ is graded). Every entry gets a row",
+             "OUT/unpacked/, names decoded as the zip says), an nbgrader "
+             "submitted/<student>/<lab>/ tree, or an nbgrader course folder (its submitted/ is "
+             "graded). Every entry gets a row",
     )
     grade.add_argument(
         "--out",

@@ -232,11 +232,14 @@ def rekeyed(row: GradeResult, roster: Roster | None) -> GradeResult:
     score, so that a roster given on a later run re-keys the earlier results."""
     if roster is None or row.status == MISSING or row.student_id in roster.by_id or not row.file:
         return row
-    from autograder.identity import identify
+    from autograder.identity import Identity, identify
     from autograder.labs import all_labs
 
     relative = Path(*Path(row.file).parts[-2:])
     identity = roster.resolve(identify(relative, tuple(all_labs())))
+    if identity.status != "ok":  # the id it was recorded under (an nbgrader folder's, say)
+        recorded = roster.resolve(Identity(row.student_id, "earlier result", name=row.student_id))
+        identity = recorded if recorded.status == "ok" else identity
     if identity.status == "ok":
         return replace(row, student_id=identity.student_id)
     if row.status == NOT_ON_ROSTER:
