@@ -294,7 +294,7 @@ class Grading:
     restarts: int = 0
     # functions that ran out of time, and their verdict: shared by the file's kernels, so that a
     # hang costs the notebook one time limit (notebook_calls.py)
-    hung: dict[str, str] = field(default_factory=dict)
+    hung: dict[str, tuple[str, str]] = field(default_factory=dict)
     row: GradeResult | None = None
     workdir_exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     kernel_exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)

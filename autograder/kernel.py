@@ -137,6 +137,7 @@ class KernelSession:
         refused = self.calls.hung_in(code)
         if refused:
             return CellRun("timeout", refused)
+        self.calls.ran(code)
         run = self.kernel.run_cell(code, replay, capture)
         if run.status == "timeout" and run.error.startswith("stopped after"):
             self.calls.note_stopped(f"did not finish within {self.kernel.limits.cell_seconds:g} s")

@@ -81,6 +81,12 @@ class CallOutcome:
         return error
 
 
+def _defines(code: str, word: str) -> bool:
+    """Whether ``code`` defines the name ``word`` (a regular expression): def, class or ``=``."""
+    return re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{word}\b|^\s*{word}\s*=[^=]", code,
+                     re.MULTILINE) is not None
+
+
 class NotebookCalls:
     """The grader's calls into the notebook of one :class:`~autograder.kernel_process.Kernel`."""
 
@@ -90,10 +96,12 @@ class NotebookCalls:
         self.sent_arguments: list = []
         # function name -> the shape of what it returned (shapes.py)
         self.shapes: dict[str, Any] = {}
-        # A function that ran out of its time once (a call, or a cell calling it): the verdict it
-        # got. Its next calls fail at once with that verdict: an infinite loop costs its notebook
-        # one time limit, not one per part or cell that calls it.
-        self.hung: dict[str, str] = {}
+        # A function that ran out of time once (a call, or a cell calling it): the verdict it
+        # got, and the source of the cell that defined it. Its next calls fail at once with that
+        # verdict: an infinite loop costs its notebook one time limit, not one per part or cell
+        # that calls it (shared by the file's kernels: grade.py).
+        self.hung: dict[str, tuple[str, str]] = {}
+        self.defined: dict[str, str] = {}  # name -> the source of the last cell that defined it
         self.standing: set[str] = set()  # names a stand-in holds now: the reference, never hung
 
     @contextlib.contextmanager
@@ -148,19 +156,28 @@ class NotebookCalls:
 
     def _refuse_if_hung(self, name: str) -> None:
         if name in self.hung and name not in self.standing:
-            raise CallTimeout(self.hung[name])
+            raise CallTimeout(self.hung[name][0])
+
+    def _hang(self, name: str, verdict: str) -> None:
+        self.hung.setdefault(name, (verdict, self.defined.get(name, "")))
 
     def hung_in(self, code: str) -> str:
-        """Why a cell using a function that already ran out of time is not run ("" if it uses none;
-        a cell that defines the function again is run, and the function is no longer hung)."""
-        for name, verdict in list(self.hung.items()):
+        """Why a cell using a function that already ran out of time is not run ("" if it uses none).
+        A cell that defines the function is run: the same definition again (the second kernel, a
+        replay) keeps it hung, another one (fixed, maybe) is called as it now is."""
+        for name, (verdict, source) in list(self.hung.items()):
             word = re.escape(name)
-            if re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{word}\b|^\s*{word}\s*=[^=]", code,
-                         re.MULTILINE):
-                del self.hung[name]  # defined again (fixed, maybe): called as it now is
+            if _defines(code, word):
+                if code != source:
+                    del self.hung[name]
             elif name not in self.standing and re.search(rf"(?<![\w.]){word}(?!\w)", code):
                 return f"not run: it uses {name}, which {verdict} in an earlier cell or part"
         return ""
+
+    def ran(self, code: str) -> None:
+        """``code`` is run in the kernel: remember it as the definition of the names it defines."""
+        for name in re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", code, re.MULTILINE):
+            self.defined[name] = code
 
     def note_stopped(self, verdict: str) -> None:
         """After a cell was stopped at its time limit: the notebook's functions that were running
@@ -170,7 +187,7 @@ class NotebookCalls:
         except (CallTimeout, KernelDied, ValueError):
             return
         for name in names:
-            self.hung.setdefault(str(name), verdict)
+            self._hang(str(name), verdict)
 
     def snapshot(self, key: str, names: Iterable[str]) -> None:
         """Remember, in the kernel, what ``names`` reach now (see ``codec.snapshot``)."""
@@ -245,8 +262,8 @@ class NotebookCalls:
         if outcome.kind == "timeout":
             verdict = f"did not finish within {self.limits.call_seconds:g} s"
             if name not in self.standing:
-                self.hung.setdefault(name, verdict)
-            raise CallTimeout(self.hung.get(name, verdict))
+                self._hang(name, verdict)
+            raise CallTimeout(self.hung.get(name, (verdict, ""))[0])
         if outcome.kind == "raised":
             raise outcome.error(name)
         value = codec.decode(outcome.value)

@@ -37,3 +37,18 @@ def test_a_function_that_hung_once_fails_at_once_in_every_later_cell_and_part(tm
     assert learn.verdict == Verdict.DID_NOT_FINISH and f"{CELL_SECONDS:g} s" in learn.message, learn
     assert {part_id: part.score for part_id, part in result.parts.items() if part_id != "learn"} == {
         "initialize": 2, "pair_frequencies": 2, "merge": 2, "tokenize": 2}
+
+
+def test_the_same_definition_again_keeps_a_function_hung_and_another_lifts_it():
+    """The file's second kernel (parts graded at their places) runs the defining cell again: the same
+    definition must not wait out the limit again; a different one (a fix in a later cell) is run as it is."""
+    from autograder.notebook_calls import NotebookCalls
+
+    calls = NotebookCalls(None, Limits(), None)  # no kernel needed: the bookkeeping only
+    calls.ran(LEARN_NEVER_ENDS)
+    calls._hang("learn_bpe", "did not finish within 4 s")
+    assert calls.hung_in("check_learn(learn_bpe)").startswith("not run: it uses learn_bpe")
+    assert calls.hung_in(LEARN_NEVER_ENDS) == ""  # run: it defines other things too, maybe
+    assert calls.hung_in("merges, _, _ = learn_bpe(betty, 5)") != ""  # still hung
+    assert calls.hung_in("def learn_bpe(dataset, num_merges):\n    return [], [], []\n") == ""
+    assert calls.hung_in("learn_bpe(betty, 5)") == ""  # defined anew: called as it now is
