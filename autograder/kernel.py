@@ -140,7 +140,9 @@ class KernelSession:
         self.calls.ran(code)
         run = self.kernel.run_cell(code, replay, capture)
         if run.status == "timeout" and run.error.startswith("stopped after"):
-            self.calls.note_stopped(f"did not finish within {self.kernel.limits.cell_seconds:g} s")
+            self.calls.note_stopped(
+                f"did not finish within {self.kernel.limits.cell_seconds:g} s", code
+            )
         return run
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:

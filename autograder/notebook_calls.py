@@ -179,15 +179,18 @@ class NotebookCalls:
         for name in re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", code, re.MULTILINE):
             self.defined[name] = code
 
-    def note_stopped(self, verdict: str) -> None:
-        """After a cell was stopped at its time limit: the notebook's functions that were running
-        then (from the interrupt's traceback, in the kernel) ran out of time."""
+    def note_stopped(self, verdict: str, code: str) -> None:
+        """After the cell ``code`` was stopped at its time limit: the notebook's functions that
+        were running then (from the interrupt's traceback, in the kernel) and that the cell names
+        ran out of time. One it does not name was only called by them (``merge`` in a
+        ``tokenize`` that never ends): its own part keeps its points."""
         try:
             names = json.loads(self._ask("running_when_stopped"))
         except (CallTimeout, KernelDied, ValueError):
             return
-        for name in names:
-            self._hang(str(name), verdict)
+        for name in map(str, names):
+            if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", code):
+                self._hang(name, verdict)
 
     def snapshot(self, key: str, names: Iterable[str]) -> None:
         """Remember, in the kernel, what ``names`` reach now (see ``codec.snapshot``)."""
