@@ -56,15 +56,19 @@ lint: setup
 test: setup lint
 	$(PY) -m pytest
 
-# The grading service (docs/SERVICE.md) on 127.0.0.1:8000 with the bundled examples' roster: the first time it
-# writes $(SERVICE_DIR)/tokens.csv (one token per student) and makes an instructor account (its password is printed).
+# The grading service (docs/SERVICE.md) on $(HOST):$(PORT) (default 127.0.0.1:8000) with the bundled examples'
+# roster: the port is checked first (a busy one: one line naming what holds it, and nothing else); the first time
+# it writes $(SERVICE_DIR)/tokens.csv (one token per student) and makes an instructor account (its password is
+# printed then, and only then).
 SERVICE_DIR ?= service-data
+HOST ?= 127.0.0.1
+PORT ?= 8000
 serve: setup
+	@$(PY) -m autograder.service.port $(HOST) $(PORT)
 	@mkdir -p $(SERVICE_DIR)
 	@test -e $(SERVICE_DIR)/tokens.csv || $(PY) -m autograder tokens --roster examples/roster.csv --db $(SERVICE_DIR)/service.db --out $(SERVICE_DIR)/tokens.csv
-	@$(PY) -m autograder accounts list --db $(SERVICE_DIR)/service.db | grep -q '^instructor' || \
-		$(PY) -m autograder accounts add instructor --role instructor --random-password --db $(SERVICE_DIR)/service.db
-	$(PY) -m autograder serve --roster examples/roster.csv --db $(SERVICE_DIR)/service.db
+	@$(PY) -m autograder accounts add instructor --role instructor --random-password --if-new --db $(SERVICE_DIR)/service.db
+	$(PY) -m autograder serve --host $(HOST) --port $(PORT) --roster examples/roster.csv --db $(SERVICE_DIR)/service.db
 
 # Debian packages the service's tests use: chromium (the browser test, never a downloaded browser), its emoji font,
 # and postgresql (the PostgreSQL test). Installed as root on Debian (CI); elsewhere those tests say why they skip.

@@ -47,14 +47,24 @@ from autograder.grade import Settings, error_result, grade_file
 from autograder.kernel import isolation_status
 from autograder.identity import Identity, Roster
 from autograder.intake import file_sha256, find_submissions, read_submission
-from autograder.ledger import ROWS_FILE, Rows, all_rows, keep_rows, stored_results
+from autograder.ledger import (
+    ROWS_FILE,
+    Rows,
+    all_rows,
+    keep_rows,
+    kept_rows,
+    rekeyed,
+    stored_results,
+)
 from autograder.names import file_name, terminal
 from autograder.result import (
     DUPLICATE,
+    GRADED,
     GRADER_ERROR,
     MISSING,
     NOT_A_NOTEBOOK,
     NOT_A_REGULAR_FILE,
+    NOT_ON_ROSTER,
     WORKER_LOST,
     GradeResult,
 )
@@ -112,6 +122,19 @@ def _planned_row(
 ) -> GradeResult:
     return replace(
         error_result(path, identity.student_id, status, message), lab=lab, identity=identity.note
+    )
+
+
+def _with_earlier_score(row: GradeResult, earlier: GradeResult | None) -> GradeResult:
+    """A ``not_on_roster`` row with the score its file got when graded before the roster was
+    given (the file is not graded again: the roster does not say whose it is)."""
+    if row.status != NOT_ON_ROSTER or earlier is None or earlier.status != GRADED:
+        return row
+    return replace(
+        row, lab=earlier.lab, score=earlier.score, max_score=earlier.max_score,
+        parts=earlier.parts, sha256=earlier.sha256,
+        message=f"{row.message}; it scored {earlier.score:g} of {earlier.max_score:g} when "
+                "graded before the roster was given",
     )
 
 
@@ -387,9 +410,18 @@ def _grade_folder(
 
     from autograder import adjustments, formgrader, gradebook, report
 
-    submissions_dir, note = folder_to_grade(Path(submissions_dir))
     out_dir = Path(out_dir)
     check_out_folder(out_dir)
+    unpacked = ""
+    if Path(submissions_dir).is_file() and Path(submissions_dir).suffix.lower() == ".zip":
+        # an LMS's submissions zip, as it comes (unpack.py)
+        from autograder.unpack import unpack_submissions
+
+        zip_path = Path(submissions_dir)
+        submissions_dir = unpack_submissions(zip_path, out_dir)
+        unpacked = f"{zip_path} unpacked into {submissions_dir}"
+    submissions_dir, note = folder_to_grade(Path(submissions_dir))
+    note = "; ".join(filter(None, [unpacked, note]))
     db_path = Path(db_path or out_dir / "gradebook.db")
     key = load_key()
     settings = replace(
@@ -407,6 +439,14 @@ def _grade_folder(
     out_dir.mkdir(parents=True, exist_ok=True)  # only now: a wrong folder leaves OUT as it was
     db_path.parent.mkdir(parents=True, exist_ok=True)
     stored = stored_results(out_dir / "results", key)
+    try:  # the rows the term holds so far (the last batch's report): kept unless replaced
+        kept = kept_rows(out_dir, key)
+    except ValueError:
+        kept = None
+    # a file the roster does not place, graded on an earlier run: its row keeps the score it got
+    planned = [_with_earlier_score(row, stored.get(result_path(out_dir, Path(row.file),
+                                                               submissions_dir).name))
+               for row in planned]
     this_batch_files = {
         result_path(out_dir, Path(row.file), submissions_dir).name for row in planned
     }
@@ -417,6 +457,13 @@ def _grade_folder(
     course = course or CourseGuard(course_files(lab_ids))
     notes = {path: note for path, _, note in jobs}
     recorder.prepare(lab_ids)  # the gradebook is created there while the first notebooks grade
+    if roster is not None:  # a roster given now re-keys the earlier batches' results (ledger.py)
+        for name, result in list(stored.items()):
+            moved = rekeyed(result, roster)
+            if moved.status == GRADED and moved.student_id != result.student_id:
+                stored[name] = moved
+                _keep(moved, out_dir / "results" / name, key, None)
+                _record(recorder, moved)
     results = list(planned)
     pending = []
     for path, student, _ in jobs:
@@ -435,13 +482,17 @@ def _grade_folder(
         except Exception:  # a damaged or planted result file: grade again
             previous = None
         if previous is not None:
+            if previous.student_id != student:  # a roster given since: the roster's id
+                previous = replace(previous, student_id=student, identity=notes.get(path, ""))
+                _keep(previous, saved, key, None)
             # idempotent: a run stopped right after the file was written
             results.append(_record(recorder, previous))
             continue
         pending.append((path, student))
 
     def rows() -> Rows:
-        return all_rows(results, stored, this_batch_files, roster, lab_ids, submissions_dir, note)
+        return all_rows(results, stored, this_batch_files, roster, lab_ids, submissions_dir, note,
+                        kept)
 
     expected = len(results) + len(pending)
     if scheduler:
@@ -512,6 +563,8 @@ def _keep(result: GradeResult, path: Path, key: bytes, bar) -> None:
     try:
         _write_atomically(path, json.dumps(signed(result, key), indent=1))
     except OSError as error:
+        if bar is None:
+            return
         bar.write(
             terminal(
                 f"the result of {result.file} could not be kept in {path.parent} "

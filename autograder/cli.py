@@ -23,7 +23,9 @@ class UsageError(Exception):
 
 
 def fail(message: str, code: int = USAGE) -> int:
-    print(f"error: {terminal(message)}", file=sys.stderr)
+    """One ``error:`` line per line of ``message`` (a roster's duplicates: one line each)."""
+    for line in message.split("\n"):
+        print(f"error: {terminal(line)}", file=sys.stderr)
     return code
 
 
@@ -40,7 +42,8 @@ def _grade(args) -> int:
     )
     from autograder.grade import Settings
     from autograder.identity import read_roster
-    from autograder.report import grades_text, plural
+    from autograder.lms.roster import RosterProblems
+    from autograder.report import batch_counts, grades_text, term_counts
 
     if not Path(args.data_dir).is_dir():
         raise UsageError(
@@ -60,6 +63,10 @@ def _grade(args) -> int:
     settings = Settings.from_arguments(args)
     try:
         roster = read_roster(Path(args.roster)) if args.roster else None
+    except RosterProblems as error:
+        raise UsageError("\n".join(error.lines + [
+            f"the roster {args.roster} was not used: fix the line(s) above and grade again"
+        ])) from None
     except (ValueError, OSError) as error:
         raise UsageError(
             f"the roster could not be read ({error}): pass a CSV file with a student_id column "
@@ -83,15 +90,11 @@ def _grade(args) -> int:
     except Interrupted as error:
         return fail(str(error), INTERRUPTED)
     print(f"\n{grades_text(rows.reported)}")  # what grades.csv says
-    graded = sum(row.status == "graded" for row in rows)
-    summary = [f"{plural(rows.this_batch, 'file')} in {rows.folder}, {graded} graded"]
-    if rows.earlier:
-        summary.append(
-            f"{plural(rows.earlier, 'row')} of earlier batches this folder's gradebook holds"
-        )
-    if rows.missing:
-        summary.append(f"{plural(rows.missing, 'missing hand-in')} (roster)")
-    print(terminal("; ".join(summary)))
+    # this batch and the term counted apart: "32 files in X, 33 graded" read as a contradiction
+    summary = f"this batch: {batch_counts(rows)}"
+    if rows.earlier or len(rows) != rows.this_batch:
+        summary += f"; the term in {out}: {term_counts(rows)}"
+    print(terminal(summary))
     print(terminal(f"grades in {out / 'grades.csv'}, feedback in {out / 'feedback'}, "
                    f"class report in {out / 'class_report.md'}"))
     return 0
@@ -172,8 +175,10 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
         metavar="SUBMISSIONS_DIR",
         help="a folder of handed-in notebooks as an LMS exports them (Canvas, Moodle: the student "
              "id is the prefix the export wrote; any other name: the file name without .ipynb and "
-             "a trailing _<lab>), an nbgrader submitted/<student>/<lab>/ tree, or an nbgrader "
-             "course folder (its submitted/ is graded). Every entry gets a row",
+             "a trailing _<lab>), the LMS's submissions .zip as downloaded (unpacked into "
+             "OUT/unpacked/, names decoded as the zip says), an nbgrader "
+             "submitted/<student>/<lab>/ tree, or an nbgrader course folder (its submitted/ is "
+             "graded). Every entry gets a row",
     )
     grade.add_argument(
         "--out",
@@ -195,9 +200,10 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
     )
     grade.add_argument(
         "--roster",
-        help="CSV mapping LMS export names or user ids to student ids (columns: "
+        help="CSV mapping LMS export names or user ids to student ids (columns, in any case: "
         "student_id, and any of user_id, name, login, email); every roster student "
-        "then has a row for every lab the batch grades (missing if nothing came)",
+        "then has a row for every lab the term's batches were about (missing if nothing came); "
+        "given on a later run, it re-keys OUT's earlier results",
     )
     grade.add_argument(
         "--scheduler", help="grade on a Dask cluster: the scheduler's address (tls://host:8786)"

@@ -364,6 +364,19 @@ def call_each_in_namespace(namespace, name, payload, seconds=0.0, with_arguments
     return json.dumps(outcomes)
 
 
+def running_when_stopped(namespace):
+    """The notebook's functions that were running when the last cell was interrupted (IPython
+    keeps the interrupt's traceback in ``sys.last_traceback``), as JSON."""
+    codes = set()
+    trace = getattr(sys, "last_traceback", None)
+    while trace is not None:
+        codes.add(trace.tb_frame.f_code)
+        trace = trace.tb_next
+    names = [name for name, value in list(namespace.items())
+             if not name.startswith("_") and getattr(value, "__code__", None) in codes]
+    return json.dumps(sorted(names))
+
+
 def describe(namespace, name):
     """Kernel side: ``"function"``, ``"value"`` or ``"missing"`` for a name of the notebook."""
     if name not in namespace:

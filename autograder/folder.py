@@ -64,7 +64,8 @@ def folder_to_grade(folder: Path) -> tuple[Path, str]:
         )
     if not folder.is_dir():
         raise NothingToGrade(
-            f"{folder} is a file, not a folder: pass the folder that holds the handed-in notebooks"
+            f"{folder} is a file, not a folder: pass the folder that holds the handed-in "
+            "notebooks, or the LMS's submissions .zip as it was downloaded"
         )
     submitted = folder / "submitted"
     if (

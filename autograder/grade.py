@@ -292,6 +292,9 @@ class Grading:
     graded: dict[str, PartScore] = field(default_factory=dict)
     sent: list[Any] = field(default_factory=list)  # every hidden-test argument sent to a kernel
     restarts: int = 0
+    # functions that ran out of time, and their verdict: shared by the file's kernels, so that a
+    # hang costs the notebook one time limit (notebook_calls.py)
+    hung: dict[str, tuple[str, str]] = field(default_factory=dict)
     row: GradeResult | None = None
     workdir_exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     kernel_exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
@@ -487,11 +490,13 @@ def _grade(grading: Grading) -> GradeResult:
 def _session(grading: Grading, name: str) -> KernelSession:
     """A kernel for this file, in a folder ``name`` of the workdir, on the file's one clock."""
     settings, course = grading.settings, current()
-    return KernelSession(known(grading.workdir) / name, settings.limits,
-                         Path(settings.data_dir or course.default_data).resolve(),
-                         settings.denied, preload=release_imports(known(grading.lab).lab_id),
-                         course=CoursePaths.of(course),
-                         clock=Clock(settings.limits.notebook_seconds, grading.started))
+    session = KernelSession(known(grading.workdir) / name, settings.limits,
+                            Path(settings.data_dir or course.default_data).resolve(),
+                            settings.denied, preload=release_imports(known(grading.lab).lab_id),
+                            course=CoursePaths.of(course),
+                            clock=Clock(settings.limits.notebook_seconds, grading.started))
+    session.calls.hung = grading.hung
+    return session
 
 
 def needed_steps(program: list[Step]) -> list[Step]:

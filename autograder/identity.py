@@ -21,7 +21,6 @@ own student ids: see :func:`read_roster`.
 """
 from __future__ import annotations
 
-import csv
 import re
 import unicodedata
 from collections import defaultdict
@@ -180,30 +179,31 @@ class Roster:
 def read_roster(path: Path) -> Roster:
     """A CSV with a header: ``student_id`` (required: the id grades are recorded under) and any of
     ``user_id`` (Canvas user id / Moodle participant id), ``name`` (as the export writes it: Canvas
-    login such as ``leeann``, or Moodle full name such as ``Ann Lee``), ``login``, ``email``."""
+    login such as ``leeann``, or Moodle full name such as ``Ann Lee``), ``login``, ``email``;
+    column names in any case. The same file ``export --roster`` reads (lms/roster.py): a duplicate
+    student_id or e-mail, or a user id given to two students, is refused with one line each
+    (:class:`~autograder.lms.roster.RosterProblems`)."""
+    from autograder.lms.roster import RosterProblems, read_roster as roster_rows
+
     by_user: dict[str, str] = {}  # LMS user id -> student id
     by_name: defaultdict[str, list[str]] = defaultdict(list)  # name, login or email -> student ids
     by_id: defaultdict[str, list[str]] = defaultdict(list)
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        if not reader.fieldnames or "student_id" not in reader.fieldnames:
-            raise ValueError(f"{path}: the roster needs a header with a student_id column")
-        for line, row in enumerate(reader, start=2):
-            student = (row.get("student_id") or "").strip()
-            if not student:
-                raise ValueError(f"{path}, line {line}: empty student_id")
-            user = (row.get("user_id") or "").strip()
-            if user:
-                if by_user.get(user, student) != student:
-                    raise ValueError(
-                        f"{path}, line {line}: user id {user} is given to two students"
-                    )
-                by_user[user] = student
-            for column in ("name", "login", "email"):
-                value = (row.get(column) or "").strip()
-                if column == "email":
-                    value = value.split("@", 1)[0]
-                if value and student not in by_name[_key(value)]:
-                    by_name[_key(value)].append(student)
-            by_id[student].append(student)
+    problems = []
+    for row in roster_rows(Path(path)):
+        student = row.student_id
+        user = row.user_id or row.canvas_id
+        if user:
+            if by_user.get(user, student) != student:
+                problems.append(f"{path}, line {row.line}: user id {user} is given to two students "
+                                f"({by_user[user]} and {student})")
+            by_user[user] = student
+        for column in ("name", "login", "email"):
+            value = getattr(row, column)
+            if column == "email":
+                value = value.split("@", 1)[0]
+            if value and student not in by_name[_key(value)]:
+                by_name[_key(value)].append(student)
+        by_id[student].append(student)
+    if problems:
+        raise RosterProblems(problems)
     return Roster(by_user, dict(by_name), dict(by_id))

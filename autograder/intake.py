@@ -166,6 +166,16 @@ def _open_regular(path: Path):
     return handle
 
 
+# What students hand in instead of a notebook, by the bytes it starts with.
+OTHER_FORMATS = ((b"%PDF-", "a PDF"), (b"PK\x03\x04", "a .zip archive"),
+                 (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"))
+
+
+def _other_format(raw: bytes) -> str:
+    """What ``raw`` is when its first bytes say it is a PDF, a zip or an image, else ""."""
+    return next((kind for magic, kind in OTHER_FORMATS if raw.startswith(magic)), "")
+
+
 def read_submission(path: Path, student_id: str) -> Submission:
     handle = _open_regular(path)
     if handle is None:
@@ -192,6 +202,14 @@ def read_submission(path: Path, student_id: str) -> Submission:
     sub = Submission(Path(path), student_id, _sha256(raw))
     if not raw.strip():
         sub.status, sub.message = EMPTY, "the file is empty"
+        return sub
+    kind = _other_format(raw)
+    if kind:  # named for what it is, whatever the file is called (the service's uploads too)
+        sub.status, sub.message = (
+            NOT_A_NOTEBOOK,
+            f"the file is {kind}, not a Jupyter notebook (.ipynb): hand in the notebook itself "
+            "(in Jupyter: File > Download, as .ipynb)",
+        )
         return sub
     # Windows tools (PowerShell's Out-File, Notepad's "Unicode") save UTF-16 with a byte-order mark.
     encoding = "utf-16" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8-sig"

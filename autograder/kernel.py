@@ -132,7 +132,18 @@ class KernelSession:
         return self.kernel.answering_stdin(answer)
 
     def run_cell(self, code: str, replay: bool = True, capture: bool = False) -> CellRun:
-        return self.kernel.run_cell(code, replay, capture)
+        """Run a cell; one that calls a function already out of time is not run (the same verdict,
+        at once), and a cell stopped at its limit marks the functions it was running."""
+        refused = self.calls.hung_in(code)
+        if refused:
+            return CellRun("timeout", refused)
+        self.calls.ran(code)
+        run = self.kernel.run_cell(code, replay, capture)
+        if run.status == "timeout" and run.error.startswith("stopped after"):
+            self.calls.note_stopped(
+                f"did not finish within {self.kernel.limits.cell_seconds:g} s", code
+            )
+        return run
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.calls.call(name, *args, **kwargs)

@@ -1,21 +1,23 @@
 """The rows of an OUT folder: everything its gradebook holds, whichever batch put it there.
 
-One OUT folder is meant to serve a whole term: lab 1's folder graded into it in week 2, lab 2's in
-week 4, a late file on its own later. Its gradebook keeps every graded submission, so ``grades.csv``
-and the class report do too. After a batch they hold:
+One OUT folder is meant to serve a whole term: lab 1's folder (or zip) graded into it in week 2,
+lab 2's in week 4, a late file on its own later. After a batch, ``grades.csv`` and the class report
+hold:
 
 * every row of this batch (one per entry of its folder);
-* every earlier graded result stored in ``OUT/results/`` (signed by this grader: resume.py) whose
-  file is not in this batch, unless this batch graded the same student's same lab again (then the
-  gradebook holds the new score, and so does the table): a file removed from the folder keeps its
-  row and its score, as it keeps them in the gradebook. An earlier file that was not graded is not
-  in the gradebook, and its row goes when the file is no longer in the folder. Of two earlier
-  results of one student's lab (a file graded again under another name, the first then removed), the
-  one kept last is the one the gradebook holds, and the only one reported;
-* with a roster, a ``missing`` row for every roster student who has no row for a lab this batch
-  grades.
+* every earlier graded result stored in ``OUT/results/`` (signed by this grader: resume.py), unless
+  this batch graded the same student's same lab again (then the gradebook holds the new score, and
+  so does the table): a file removed from the folder keeps its row and its score, as it keeps them
+  in the gradebook. Of two earlier results of one student's lab: the one kept last;
+* every other row of earlier batches (``not_on_roster``, ``not_a_notebook``, ``duplicate``,
+  ``invalid_json``...: from the rows the last batch kept), until its file is removed or its folder
+  graded again (issue 33: an unmatched student once vanished after the next batch);
+* with a roster, a ``missing`` row for every roster student who handed in nothing for a lab a batch
+  of the term was about (:func:`batch_labs`: a stray notebook of another lab does not make a batch
+  about that lab).
 
-To start afresh (a new term, or to take a grade out), grade into a new ``--out`` folder.
+Every row names its lab (:func:`lab_of_row`). A roster given on any run re-keys the earlier rows
+(:func:`rekeyed`). To start afresh (a new term, or to take a grade out), grade into a new ``--out``.
 
 ``grade`` keeps these rows, signed, in ``OUT/rows.json`` (:func:`keep_rows`) before it writes
 ``grades.csv`` from them; ``export`` reads them back (:func:`kept_rows`), so that ``grades.csv``,
@@ -27,12 +29,25 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import re
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.identity import Roster
-from autograder.result import GRADED, MISSING, GradeResult, MalformedResult
+from autograder.result import (
+    EMPTY,
+    GRADED,
+    INVALID_JSON,
+    MISSING,
+    NOT_A_NOTEBOOK,
+    NOT_A_REGULAR_FILE,
+    NOT_ON_ROSTER,
+    UNKNOWN_LAB,
+    GradeResult,
+    MalformedResult,
+)
 from autograder.resume import CHECKSUM, authentic, sign
 
 ROWS_FILE = "rows.json"  # beside grades.csv: the rows grade reported, which export reports again
@@ -49,6 +64,8 @@ class Rows(list):
         earlier: int = 0,
         missing: int = 0,
         note: str = "",
+        labs: tuple[str, ...] = (),
+        batch_graded: int = 0,
     ):
         super().__init__(rows)
         self.folder, self.this_batch, self.earlier, self.missing, self.note = (
@@ -58,13 +75,17 @@ class Rows(list):
             missing,
             note,
         )
+        # the labs the term's batches were about (a roster student gets a row for each), and how
+        # many of this batch's files were graded
+        self.labs, self.batch_graded = tuple(labs), batch_graded
         # the rows as grades.csv shows them: with formgrader's changes, if any
         self.reported: Rows | list = self
 
     def holding(self, rows) -> "Rows":
         """The same folder and counts, holding ``rows`` (these rows, changed by hand in the
         gradebook)."""
-        return Rows(rows, self.folder, self.this_batch, self.earlier, self.missing, self.note)
+        return Rows(rows, self.folder, self.this_batch, self.earlier, self.missing, self.note,
+                    self.labs, self.batch_graded)
 
 
 def _kept_order(path: Path) -> tuple[int, str]:
@@ -115,43 +136,165 @@ def earlier_rows(
     return list(latest.values())
 
 
+# Rows that do not count as the student's hand-in of their lab: a roster student with only these
+# for a lab still gets a ``missing`` row, which says what they handed in instead.
+NOT_A_HAND_IN = frozenset({NOT_A_NOTEBOOK, NOT_A_REGULAR_FILE, EMPTY, INVALID_JSON, NOT_ON_ROSTER,
+                           UNKNOWN_LAB, MISSING})
+
+
 def missing_rows(
-    roster: Roster | None, lab_ids: list[str], rows: list[GradeResult], folder: Path
+    roster: Roster | None, lab_ids, rows: list[GradeResult], folder: Path | None
 ) -> list[GradeResult]:
-    """A ``missing`` row for each roster student and lab of ``lab_ids`` that no row names."""
+    """A ``missing`` row for each roster student and lab of ``lab_ids`` (the labs the term's
+    batches were about) that no hand-in row names; it says what the student handed in instead (a
+    notebook of another lab, a PDF...)."""
     if roster is None:
         return []
-    covered = {(row.student_id, row.lab) for row in rows}
-    others = defaultdict(list)
+    covered = {(row.student_id, row.lab) for row in rows if row.status not in NOT_A_HAND_IN}
+    handed_in = defaultdict(list)
     for row in rows:
-        if row.lab is None:
-            others[row.student_id].append(f"{Path(row.file).name} ({row.status})")
+        if row.status != MISSING:
+            handed_in[row.student_id].append(row)
     missing = []
     for lab_id in lab_ids:
         for student in roster.students():
             if (student, lab_id) in covered:
                 continue
-            message = f"no notebook of this student for {lab_id} in {folder}"
-            if others[student]:
-                message += f"; what they handed in: {', '.join(others[student])}"
+            message = f"no notebook of this student for {lab_id}" + (
+                f" in {folder}" if folder else "")
+            others = [
+                f"{Path(row.file).name} ("
+                + (f"{row.status} for {row.lab}" if row.lab not in (lab_id, None, UNKNOWN)
+                   else row.status) + ")"
+                for row in handed_in[student]
+                if row.lab != lab_id or row.status in NOT_A_HAND_IN
+            ]
+            if others:
+                message += f"; what they handed in: {', '.join(others)}"
             missing.append(GradeResult(student, "", status=MISSING, message=message, lab=lab_id))
     return missing
 
 
+UNKNOWN = "unknown"  # the lab of a row whose file names none, from a batch about several labs
+
+
+def lab_of_row(row: GradeResult, batch_labs, known_labs) -> str:
+    """The lab a row is about: its own, else the one its file name names, else the batch's (when
+    it was about one lab), else ``unknown``.
+
+    >>> lab_of_row(GradeResult("s2", "bob_102_9002_toy_bpe.pdf"), ["gpt2_bpe"], ["toy_bpe"])
+    'toy_bpe'
+    >>> lab_of_row(GradeResult("s2", "notes.pdf"), ["gpt2_bpe"], ["toy_bpe", "gpt2_bpe"])
+    'gpt2_bpe'
+    >>> lab_of_row(GradeResult("s2", "notes.pdf"), [], ["toy_bpe"])
+    'unknown'
+    """
+    if row.lab:
+        return row.lab
+    name = Path(row.file).name
+    for lab_id in sorted(known_labs, key=len, reverse=True):
+        if _names(name, lab_id):
+            return lab_id
+    batch_labs = list(batch_labs)
+    return batch_labs[0] if len(batch_labs) == 1 else UNKNOWN
+
+
+def _names(text: str, lab_id: str) -> bool:
+    """Whether ``text`` (a file's or a folder's name) names the lab ``lab_id`` as a word."""
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(lab_id)}(?![A-Za-z0-9])", text) is not None
+
+
+def batch_labs(lab_counts: dict[str, int]) -> list[str]:
+    """The labs a batch is about: its folder's lab (the one most of its notebooks are of) and any
+    lab with at least half as many; a stray notebook of another lab does not make the batch about
+    that lab.
+
+    >>> batch_labs({"toy_bpe": 31, "gpt2_bpe": 1})
+    ['toy_bpe']
+    >>> batch_labs({"toy_bpe": 20, "gpt2_bpe": 15})
+    ['gpt2_bpe', 'toy_bpe']
+    """
+    if not lab_counts:
+        return []
+    top = max(lab_counts.values())
+    return sorted(lab for lab, count in lab_counts.items() if 2 * count >= top)
+
+
+def _under(file: str, folder: Path | None) -> bool:
+    if folder is None or not file:
+        return False
+    return Path(os.path.abspath(file)).is_relative_to(os.path.abspath(folder))
+
+
+def rekeyed(row: GradeResult, roster: Roster | None) -> GradeResult:
+    """``row`` under the roster's student id, found again from its file's name (login, user id,
+    participant id, e-mail); a row the roster cannot place stays, as ``not_on_roster`` with its
+    score, so that a roster given on a later run re-keys the earlier results."""
+    if roster is None or row.status == MISSING or row.student_id in roster.by_id or not row.file:
+        return row
+    from autograder.identity import Identity, identify
+    from autograder.labs import all_labs
+
+    relative = Path(*Path(row.file).parts[-2:])
+    identity = roster.resolve(identify(relative, tuple(all_labs())))
+    if identity.status != "ok":  # the id it was recorded under (an nbgrader folder's, say)
+        recorded = roster.resolve(Identity(row.student_id, "earlier result", name=row.student_id))
+        identity = recorded if recorded.status == "ok" else identity
+    if identity.status == "ok":
+        return replace(row, student_id=identity.student_id)
+    if row.status == NOT_ON_ROSTER:
+        return row
+    score = "" if row.score is None else f" (it scored {row.score:g})"
+    return replace(row, status=NOT_ON_ROSTER,
+                   message=f"{identity.note}; graded before the roster was given{score}: add the "
+                           "student to the roster and grade again")
+
+
 def all_rows(batch: list[GradeResult], stored: dict[str, GradeResult], this_batch_files: set[str],
-             roster: Roster | None, lab_ids: list[str], folder: Path, note: str = "") -> Rows:
-    """This batch's rows, the earlier ones the gradebook still holds, and the missing students'
-    rows."""
+             roster: Roster | None, lab_ids: list[str], folder: Path, note: str = "",
+             kept: "Rows | None" = None) -> Rows:
+    """This batch's rows, the earlier ones the term keeps, and the missing students' rows.
+
+    Kept from earlier batches: every graded result the gradebook holds (``stored``) and every other
+    row (``kept``: the rows the last batch reported), until the instructor removes the file or
+    grades its folder again; each re-keyed with ``roster`` (:func:`rekeyed`). ``lab_ids``: the labs
+    this batch is about (:func:`batch_labs`); with the labs earlier batches were about, the labs a
+    roster student gets a ``missing`` row for."""
+    from autograder.labs import all_labs
+
+    known = list(all_labs())
+    named = [lab for lab in known if folder is not None and _names(Path(folder).name, lab)]
+    lab_ids = named if len(named) == 1 else batch_labs(Counter(
+        row.lab for row in batch if row.lab in known and row.status not in NOT_A_HAND_IN
+    )) or list(lab_ids)
+    batch = [replace(row, lab=lab_of_row(row, lab_ids, known)) for row in batch]
     regraded = {(row.student_id, row.lab) for row in batch if row.status == GRADED}
-    earlier = earlier_rows(stored, this_batch_files, regraded)
-    missing = missing_rows(roster, lab_ids, batch + earlier, folder)
+    earlier = [rekeyed(row, roster) for row in earlier_rows(stored, this_batch_files, regraded)]
+    earlier = [row for row in earlier
+               if row.status != GRADED or (row.student_id, row.lab) not in regraded]
+    odd = []
+    reported = {row.file for row in batch + earlier}
+    for row in (kept or []):
+        if row.status in (GRADED, MISSING) or _under(row.file, folder) or row.file in reported:
+            continue  # graded: from the gradebook's results; missing: worked out again
+        if row.lab in lab_ids and not Path(row.file).exists():
+            continue  # the file was removed, and its lab graded again
+        odd.append(rekeyed(row, roster))
+    # the labs earlier batches were about (a rows.json of an older version: its missing rows' labs)
+    earlier_labs = set(kept.labs or {row.lab for row in kept if row.status == MISSING and row.lab}
+                       ) if kept is not None else set()
+    term_labs = sorted(set(lab_ids) | earlier_labs,
+                       key=lambda lab: (lab not in known, known.index(lab) if lab in known else 0))
+    missing = missing_rows(roster, term_labs, batch + earlier + odd, folder)
     return Rows(
-        batch + earlier + missing,
+        batch + earlier + odd + missing,
         folder=folder,
         this_batch=len(batch),
-        earlier=len(earlier),
+        earlier=len(earlier) + len(odd),
         missing=len(missing),
         note=note,
+        labs=tuple(term_labs),
+        batch_graded=sum(row.status == GRADED for row in batch),
     )
 
 
@@ -166,6 +309,8 @@ def keep_rows(rows: Rows, out_dir: Path, key: bytes) -> None:
             "missing": rows.missing,
             "folder": None if rows.folder is None else str(rows.folder),
             "note": rows.note,
+            "labs": list(rows.labs),
+            "batch_graded": rows.batch_graded,
         },
         key,
     )
@@ -207,6 +352,8 @@ def kept_rows(out_dir: Path, key: bytes | None) -> Rows | None:
             earlier=int(data.get("earlier", 0)),
             missing=int(data.get("missing", 0)),
             note=str(data.get("note") or ""),
+            labs=tuple(str(lab) for lab in data.get("labs") or ()),
+            batch_graded=int(data.get("batch_graded", 0)),
         )
     except (OSError, TypeError, MalformedResult, json.JSONDecodeError) as error:
         raise ValueError(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import contextlib
 import dataclasses
 import json
@@ -80,6 +81,12 @@ class CallOutcome:
         return error
 
 
+def _defines(code: str, word: str) -> bool:
+    """Whether ``code`` defines the name ``word`` (a regular expression): def, class or ``=``."""
+    return re.search(rf"^\s*(?:async\s+)?(?:def|class)\s+{word}\b|^\s*{word}\s*=[^=]", code,
+                     re.MULTILINE) is not None
+
+
 class NotebookCalls:
     """The grader's calls into the notebook of one :class:`~autograder.kernel_process.Kernel`."""
 
@@ -89,6 +96,13 @@ class NotebookCalls:
         self.sent_arguments: list = []
         # function name -> the shape of what it returned (shapes.py)
         self.shapes: dict[str, Any] = {}
+        # A function that ran out of time once (a call, or a cell calling it): the verdict it
+        # got, and the source of the cell that defined it. Its next calls fail at once with that
+        # verdict: an infinite loop costs its notebook one time limit, not one per part or cell
+        # that calls it (shared by the file's kernels: grade.py).
+        self.hung: dict[str, tuple[str, str]] = {}
+        self.defined: dict[str, str] = {}  # name -> the source of the last cell that defined it
+        self.standing: set[str] = set()  # names a stand-in holds now: the reference, never hung
 
     @contextlib.contextmanager
     def limits_for(self, call_seconds: float) -> Iterator[None]:
@@ -134,9 +148,49 @@ class NotebookCalls:
     def stand_in(self, name: str) -> None:
         """The notebook's ``name`` becomes a stand-in that asks the grader (see codec.py)."""
         self._ask("stand_in", name)
+        self.standing.add(name)
 
     def put_back(self, name: str) -> None:
         self._ask("put_back", name)
+        self.standing.discard(name)
+
+    def _refuse_if_hung(self, name: str) -> None:
+        if name in self.hung and name not in self.standing:
+            raise CallTimeout(self.hung[name][0])
+
+    def _hang(self, name: str, verdict: str) -> None:
+        self.hung.setdefault(name, (verdict, self.defined.get(name, "")))
+
+    def hung_in(self, code: str) -> str:
+        """Why a cell using a function that already ran out of time is not run ("" if it uses none).
+        A cell that defines the function is run: the same definition again (the second kernel, a
+        replay) keeps it hung, another one (fixed, maybe) is called as it now is."""
+        for name, (verdict, source) in list(self.hung.items()):
+            word = re.escape(name)
+            if _defines(code, word):
+                if code != source:
+                    del self.hung[name]
+            elif name not in self.standing and re.search(rf"(?<![\w.]){word}(?!\w)", code):
+                return f"not run: it uses {name}, which {verdict} in an earlier cell or part"
+        return ""
+
+    def ran(self, code: str) -> None:
+        """``code`` is run in the kernel: remember it as the definition of the names it defines."""
+        for name in re.findall(r"^\s*(?:async\s+)?(?:def|class)\s+(\w+)", code, re.MULTILINE):
+            self.defined[name] = code
+
+    def note_stopped(self, verdict: str, code: str) -> None:
+        """After the cell ``code`` was stopped at its time limit: the notebook's functions that
+        were running then (from the interrupt's traceback, in the kernel) and that the cell names
+        ran out of time. One it does not name was only called by them (``merge`` in a
+        ``tokenize`` that never ends): its own part keeps its points."""
+        try:
+            names = json.loads(self._ask("running_when_stopped"))
+        except (CallTimeout, KernelDied, ValueError):
+            return
+        for name in map(str, names):
+            if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", code):
+                self._hang(name, verdict)
 
     def snapshot(self, key: str, names: Iterable[str]) -> None:
         """Remember, in the kernel, what ``names`` reach now (see ``codec.snapshot``)."""
@@ -159,6 +213,7 @@ class NotebookCalls:
         A built-in exception the function raised is raised again here, with the same class and
         message; any other as :class:`StudentRaised` (:meth:`CallOutcome.error`).
         """
+        self._refuse_if_hung(name)
         self.sent_arguments.append([list(args), kwargs])
         self.clock.hidden_input_sent()
         payload = codec.pack((list(args), kwargs))
@@ -181,6 +236,7 @@ class NotebookCalls:
         cases before it. ``within`` caps the whole batch (the part's time left). With
         ``with_arguments``, each result is ``(value, the arguments as the call left them)``: a
         hidden test can see whether a function changed its input."""
+        self._refuse_if_hung(name)
         argument_lists = [list(args) for args in argument_lists]
         keywords = dict(keywords or {})
         self.sent_arguments.extend(argument_lists)
@@ -207,7 +263,10 @@ class NotebookCalls:
         """What a call that had ``outcome`` gives the hidden test: its value, or the error
         raised."""
         if outcome.kind == "timeout":
-            raise CallTimeout(f"did not finish within {self.limits.call_seconds:g} s")
+            verdict = f"did not finish within {self.limits.call_seconds:g} s"
+            if name not in self.standing:
+                self._hang(name, verdict)
+            raise CallTimeout(self.hung.get(name, (verdict, ""))[0])
         if outcome.kind == "raised":
             raise outcome.error(name)
         value = codec.decode(outcome.value)

@@ -307,6 +307,23 @@ def class_report(results: list[GradeResult], out_dir: Path, painter: Painter | N
     return _class_report(results, out_dir)
 
 
+def batch_counts(rows) -> str:
+    """This batch's files and how many were graded: ``32 files in canvas/toy_bpe, 31 graded``."""
+    where = f" in {rows.folder}" if getattr(rows, "folder", None) else ""
+    return (f"{plural(getattr(rows, 'this_batch', len(rows)), 'file')}{where}, "
+            f"{getattr(rows, 'batch_graded', 0)} graded")
+
+
+def term_counts(rows) -> str:
+    """What the term's rows hold: ``45 rows: 33 graded, 3 missing hand-ins, 9 not graded``."""
+    graded = sum(r.status == GRADED for r in rows)
+    missing = sum(r.status == MISSING for r in rows)
+    other = len(rows) - graded - missing
+    return (f"{plural(len(rows), 'row')}: {graded} graded"
+            + (f", {plural(missing, 'missing hand-in')} (roster)" if missing else "")
+            + (f", {other} not graded" if other else ""))
+
+
 def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     graded = [r for r in results if r.status == GRADED]
@@ -327,8 +344,9 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
     earlier = getattr(results, "earlier", 0)
     if earlier:
         lines += [
-            f"This folder's gradebook also holds {plural(earlier, 'result')} of earlier batches "
-            "whose files were not in this one: their rows are here too, as in grades.csv.",
+            f"This batch: {batch_counts(results)}. The term in this folder also keeps "
+            f"{plural(earlier, 'row')} of earlier batches whose files were not in this one: their "
+            "rows are here too, as in grades.csv (the counts above are the term's).",
             "",
         ]
     statuses = Counter(r.status for r in results)
@@ -354,6 +372,16 @@ def _class_report(results: list[GradeResult], out_dir: Path) -> Path:
                 + ", ".join(markdown_text(s) for s in students)
             )
         lines.append("")
+    odd = [r for r in results if r.status not in (GRADED, MISSING)]
+    if odd:
+        lines += ["Not graded (every such row the term keeps, until its file is removed or its "
+                  "folder graded again):", ""]
+        lines += [
+            f"* {markdown_text(r.lab or 'unknown')}, {markdown_text(r.student_id)}, "
+            f"{markdown_text(Path(r.file).name)}: {markdown_text(r.status)} "
+            f"({markdown_text(r.message[:200])})"
+            for r in sorted(odd, key=lambda r: (r.lab or "", r.student_id, r.file))
+        ] + [""]
     adjusted = [r for r in results if r.adjustments]
     if adjusted:
         lines += [

@@ -40,12 +40,24 @@ def blocks(language: str) -> list[str]:
 
 
 def canvas_zip(roster: str, path: Path) -> None:
-    """Canvas's *Download Submissions*: <login>_<user id>_<submission id>_<uploaded name>."""
+    """Canvas's *Download Submissions*: <login>_<user id>_<submission id>_<uploaded name>, a login with
+    accents written as Canvas writes it: its UTF-8 bytes without the zip's UTF-8 flag (which Python's
+    ``zipfile -e`` reads as cp437)."""
     students = list(csv.DictReader(io.StringIO(roster)))
-    with zipfile.ZipFile(path, "w") as archive:
+    buffer, raw_names = io.BytesIO(), {}
+    with zipfile.ZipFile(buffer, "w") as archive:
         for number, (student, case) in enumerate(zip(students, HAND_INS)):
             name = f"{student['name']}_{student['user_id']}_{9000 + number}_toy_bpe.ipynb"
+            if not name.isascii():  # written under a same-length ASCII name, its bytes put in below
+                stand_in = f"~{number}".ljust(len(name.encode("utf-8")), "~")
+                raw_names[stand_in.encode("ascii")] = name.encode("utf-8")
+                name = stand_in
             archive.writestr(name, (EXAMPLES / f"{case}.ipynb").read_bytes())
+    data = buffer.getvalue()
+    for stand_in, raw in raw_names.items():
+        data = data.replace(stand_in, raw)
+    assert raw_names, "the roster has a login with accents"
+    path.write_bytes(data)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +108,9 @@ def moodle_matches_grades(scratch: Path) -> bool:
 CHECKS = {  # what each step leaves behind (scratch folder -> true)
     "build": lambda s: "github/our-school/bpe-course/blob/main/notebooks/toy_bpe.ipynb"
                        in (s / "release" / "toy_bpe.ipynb").read_text(encoding="utf-8"),
-    "collect": lambda s: len(list((s / "canvas" / "toy_bpe").glob("*.ipynb"))) == len(HAND_INS),
+    # the zip as it came, its names decoded (the accented login too): the logins of those who handed in
+    "collect": lambda s: {path.name.split("_")[0] for path in (s / "term" / "unpacked" / "submissions").glob("*.ipynb")}
+                         == {row["name"] for row in roster_rows(s)[:len(HAND_INS)]},
     "gradescope": lambda s: zipfile.is_zipfile(s / "toy_bpe-autograder.zip"),
     "grade": lambda s: sorted((r["student_id"], r["status"]) for r in grades(s)) == [
         ("s001", "graded"), ("s002", "graded"), ("s003", "graded"), ("s004", "missing")],

@@ -99,7 +99,8 @@ def add_export_command(commands) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    for line in message.split("\n"):  # a roster's problems: one line each
+        print(f"error: {line}", file=sys.stderr)
     return 2
 
 
@@ -161,8 +162,9 @@ def run_export(args: argparse.Namespace) -> int:
         )
     source = OutFolder(folder, args.db)
     try:
-        results = source.results()
+        # the roster first: its mistakes (one line each) are said before any result is read
         roster = read_roster(Path(args.roster)) if args.roster else None
+        results = source.results()
         items = list(args.assignment) + (
             read_assignments_file(Path(args.assignments)) if args.assignments else []
         )

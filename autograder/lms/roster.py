@@ -64,38 +64,67 @@ def name_key(text: str) -> str:
     return "".join(ch for ch in text if ch.isalnum())
 
 
+class RosterProblems(ValueError):
+    """A roster that cannot be used: one line per problem (each duplicate, each empty id)."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def column_name(header: str) -> str:
+    """A header as the roster's column it names, whatever its case or spacing: Canvas's
+    ``Section`` and ``SIS User ID`` are ``section`` and ``sis_user_id``.
+
+    >>> [column_name(h) for h in ("Section", " SIS User ID ", "student_id")]
+    ['section', 'sis_user_id', 'student_id']
+    """
+    return "_".join((header or "").strip().casefold().replace("-", " ").split())
+
+
 def read_roster(path: Path) -> list[RosterEntry]:
-    """The roster's rows, in file order; ``ValueError`` naming the line for a row that cannot be
-    one."""
+    """The roster's rows, in file order. Raises :class:`RosterProblems` (a ``ValueError``), one line
+    per problem, for a roster that cannot be used: no student_id column, an empty student_id, or a
+    student_id or e-mail given to two rows (each duplicate named with both lines: a grade must never
+    go to the wrong one of two students)."""
     path = Path(path)
     try:
         handle = open(path, newline="", encoding="utf-8-sig")
     except OSError as error:
         raise ValueError(f"the roster {path} cannot be read ({error.strerror})") from None
     entries: list[RosterEntry] = []
-    seen: dict[str, int] = {}  # student_id -> the line it is on
+    problems: list[str] = []
+    seen: dict[tuple[str, str], int] = {}  # (column, value) -> the line it is on
     with handle:
         reader = csv.DictReader(handle)
         if not reader.fieldnames or "student_id" not in [
-            name.strip() for name in reader.fieldnames
+            column_name(name) for name in reader.fieldnames
         ]:
-            raise ValueError(f"{path}: the roster needs a header row with a student_id column "
-                             f"(and any of {', '.join(COLUMNS[1:])})")
-        for line, row in enumerate(reader, start=2):
+            raise RosterProblems([f"{path}: the roster needs a header row with a student_id column "
+                                  f"(and any of {', '.join(COLUMNS[1:])})"])
+        for line, raw in enumerate(reader, start=2):
             row = {
-                (key or "").strip(): (value or "").strip()
-                for key, value in row.items()
-                if isinstance(value, str)
+                column_name(key): (value or "").strip()
+                for key, value in raw.items()
+                if isinstance(value, str) and isinstance(key, str)
             }
             if not row.get("student_id"):
-                raise ValueError(f"{path}, line {line}: the student_id is empty")
-            if row["student_id"] in seen:
-                raise ValueError(f"{path}, line {line}: student_id {row['student_id']} is on line "
-                                 f"{seen[row['student_id']]} already")
-            seen[row["student_id"]] = line
+                problems.append(f"{path}, line {line}: the student_id is empty")
+                continue
+            for column, value in (("student_id", row["student_id"]),
+                                  ("email", row.get("email", "").casefold())):
+                if not value:
+                    continue
+                if (column, value) in seen:
+                    problems.append(f"{path}, line {line}: {column} {value} is on line "
+                                    f"{seen[(column, value)]} already")
+                else:
+                    seen[(column, value)] = line
             entries.append(
                 RosterEntry(**{column: row.get(column, "") for column in COLUMNS}, line=line)
             )
+    if problems:
+        raise RosterProblems(problems)
     if not entries:
-        raise ValueError(f"{path}: the roster has a header but no student")
+        raise RosterProblems([f"{path}: the roster has a header but no student"])
     return entries

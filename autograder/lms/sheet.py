@@ -196,7 +196,10 @@ def build(
     # has no graded result there: said, not exported.
     for result in results:
         # missing: said per column below
-        if result.graded or result.status == MISSING or result.lab not in exported:
+        # a row of no known lab (``unknown``) is said whatever labs are exported
+        if result.graded or result.status == MISSING or (
+            result.lab not in exported and result.lab not in (None, "unknown")
+        ):
             continue
         entry = by_id.get(result.student_id)
         if entry is None or (entry.student_id, result.lab) not in found:
@@ -213,8 +216,9 @@ def build(
         problems.append(
             Problem(
                 NOTE,
-                f"{len(refused)} file(s) were not graded because no roster row matched them "
-                f"(grades.csv's not_on_roster rows; add the students and grade again): "
+                f"{len(refused)} file(s) are not exported because no roster row matched them "
+                f"(grades.csv's not_on_roster rows, with the score of one graded before the "
+                f"roster was given; add the students and grade again): "
                 f"{', '.join(refused[:10])}{' ...' if len(refused) > 10 else ''}",
             )
         )

@@ -143,7 +143,14 @@ def _serve(args) -> int:
     from autograder.course import current
     from autograder.service.database import shown_url
 
+    from autograder.service.port import port_problem
+
     settings = settings_from(args)
+    # before anything is said: a banner (and its address) printed for a port another server holds
+    # sent students to that server
+    problem = port_problem(settings.host, settings.port)
+    if problem:
+        raise Stop(problem)
     db = _database(settings.db_url)
     try:
         if settings.roster:
@@ -305,6 +312,11 @@ def _accounts(args) -> int:
 
     db = _database(args.db)
     try:
+        if args.action == "add" and args.if_new:
+            with db.reading() as session:
+                if session.get(Account, args.name) is not None:
+                    print(f"{args.name}: the account exists; its password is unchanged")
+                    return 0
         if args.action == "add":
             password, show = _read_password(args)
             try:
@@ -515,6 +527,11 @@ def add_commands(commands, course) -> None:
     )
     secret.add_argument(
         "--random-password", action="store_true", help="make up a password and print it"
+    )
+    accounts.add_argument(
+        "--if-new", action="store_true",
+        help="add: only if there is no such account yet (an existing one keeps its password, and "
+        "none is printed)",
     )
     accounts.set_defaults(run=_guarded(_accounts_checked))
 

@@ -66,27 +66,69 @@ class _Submitter:
         ):
             if candidate and str(candidate).endswith(".ipynb") and os.path.isfile(candidate):
                 return str(candidate)
-        for path in sorted(glob.glob("*.ipynb"), key=os.path.getmtime, reverse=True):
+        mine = []  # the notebooks of this lab in the folder
+        for path in sorted(glob.glob("*.ipynb")):
             try:
                 with open(path, encoding="utf-8") as handle:
-                    metadata = json.load(handle).get("metadata", {})
-            except (OSError, ValueError, AttributeError):
+                    notebook = json.load(handle)
+            except (OSError, ValueError):
                 continue
-            if any(
+            metadata = notebook.get("metadata", {}) if isinstance(notebook, dict) else {}
+            if isinstance(metadata, dict) and any(
                 isinstance(value, dict) and value.get("lab") == self.lab
                 for value in metadata.values()
             ):
-                return path
+                mine.append((path, notebook))
+        if len(mine) == 1:
+            return mine[0][0]
+        if not mine:
+            raise RuntimeError(
+                "the file of this notebook was not found: save it (Ctrl+S) in the folder Jupyter "
+                "started in, or upload it on the service's web page."
+            )
+        return self._which(mine, names)
+
+    def _which(self, mine, names):
+        """Of several notebooks of this lab, the one whose code is what this kernel ran; when the
+        code does not tell (copies alike), the student is asked, and without a way to ask nothing
+        is sent: never the newest file by guess."""
+        ran = {str(code).strip() for code in names.get("In", []) if str(code).strip()}
+
+        def sources(notebook):
+            cells = notebook.get("cells", []) if isinstance(notebook, dict) else []
+            return {
+                "".join(cell.get("source", "")).strip()
+                for cell in cells
+                if isinstance(cell, dict) and cell.get("cell_type") == "code"
+            }
+
+        shared = set.intersection(*(sources(notebook) for _, notebook in mine))
+        told = {path: len((ran - shared) & sources(notebook)) for path, notebook in mine}
+        best = max(told.values())
+        if best and list(told.values()).count(best) == 1:
+            return next(path for path, count in told.items() if count == best)
+        paths = [path for path, _ in mine]
+        listed = ", ".join(paths)
+        try:
+            answer = input(
+                f"Several notebooks of this lab are in this folder ({listed}) and the code this "
+                "kernel ran does not tell which one is this notebook: type its file name: "
+            ).strip()
+        except Exception:  # no way to ask (run headless): send nothing rather than a guess
+            answer = ""
+        if answer in paths:
+            return answer
         raise RuntimeError(
-            "the file of this notebook was not found: save it (Ctrl+S) in the folder Jupyter "
-            "started in, or upload it on the service's web page."
+            f"not sent: several notebooks of this lab are in this folder ({listed}) and this one "
+            "could not be told apart. Run submit(file=\"NAME.ipynb\") naming this notebook's file, "
+            "or upload it on the service's web page."
         )
 
-    def _saved(self):
+    def _saved(self, file=None):
         import os
         import time
 
-        path = self._path()
+        path = file or self._path()
         with open(path, "rb") as handle:
             data = handle.read()
         saved = os.path.getmtime(path)
@@ -153,8 +195,9 @@ class _Submitter:
         )
         return body, f"multipart/form-data; boundary={boundary}"
 
-    def submit(self, wait_seconds=900):
-        """Hand this notebook in to the grading service, wait for its result, and print it."""
+    def submit(self, wait_seconds=900, file=None):
+        """Hand this notebook in to the grading service, wait for its result, and print it
+        (``file``: this notebook's file, when the folder holds several of this lab)."""
         import time
         import urllib.error
 
@@ -162,7 +205,7 @@ class _Submitter:
             print(self.hand_in)
             return
         try:
-            found = self._colab() or self._saved()
+            found = self._colab() or self._saved(file)
             data, name, what = found
             status, health, _ = self._call("GET", "/health", timeout=20)
             limit = health.get("max_upload_bytes") if isinstance(health, dict) else None

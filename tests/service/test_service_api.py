@@ -102,6 +102,18 @@ def test_files_that_are_not_a_notebook_of_a_lab_get_422_with_the_command_lines_s
     assert rows(service, "s007") == []
 
 
+def test_an_uploaded_pdf_is_named_a_pdf_as_the_command_line_names_it(service):
+    """Issue 33 (8): the service called an uploaded PDF `invalid_json`, where the command line says what
+    the file is."""
+    with service.client("s007") as client:
+        for name in ("toy_bpe.pdf", "toy_bpe.ipynb"):  # whatever the student called it
+            answer = upload(client, content=b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n", name=name)
+            assert answer.status_code == 422, answer.text
+            assert answer.json()["status"] == "not_a_notebook", answer.text
+            assert "the file is a PDF, not a Jupyter notebook (.ipynb)" in answer.json()["detail"], answer.text
+    assert rows(service, "s007") == []
+
+
 def _raw_request(service, head: bytes, chunks=()) -> tuple[bytes, int]:
     """Send a request by hand; returns (the answer's first bytes, body bytes sent before it came)."""
     host, port = service.url.removeprefix("http://").split(":")

@@ -179,3 +179,54 @@ def test_grading_never_runs_the_submit_cells_and_says_nothing_of_them(change):
     assert repaired.integrity == []
     sources = "\n".join(step.source for step in repaired.program)
     assert "submit()" not in sources and "class _Submitter" not in sources and "urllib" not in sources
+
+
+class HeadlessKernel(Kernel):
+    """A kernel run as ``jupyter nbconvert --execute`` runs one: no notebook named to it, no stdin."""
+
+    def __init__(self, folder: Path):
+        self.manager = KernelManager(kernel_name="python3")
+        env = {key: value for key, value in os.environ.items() if key not in ("JPY_SESSION_NAME", "BPE_LABS_TOKEN")}
+        self.manager.start_kernel(cwd=str(folder), env=env)
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+        self.prompts = []
+
+    def run(self, source: str, timeout: float = 240) -> str:
+        printed = []
+
+        def output(message):
+            if message["msg_type"] == "stream":
+                printed.append(message["content"]["text"])
+
+        self.client.execute_interactive(source, timeout=timeout, allow_stdin=False, output_hook=output)
+        return "".join(printed)
+
+
+def test_the_submit_helper_run_headless_sends_the_notebook_that_ran_not_the_newest(tmp_path, monkeypatch):
+    """Issue 33 (8): run headless in a folder holding two copies of the lab, the helper sent the newest
+    file, not the one whose cells ran. It now finds the one by the code the kernel ran; when copies are
+    alike it cannot tell, says so, and sends nothing (here the service's address is one nobody answers:
+    reaching for it would print "cannot be reached")."""
+    nb = built_notebook(monkeypatch, "http://127.0.0.1:9")
+    helper = next(cell.source for cell in nb.cells if cell.get("id") == HELPER_ID)
+    ran, other = copy.deepcopy(nb), copy.deepcopy(nb)
+    answer = next(cell for cell in other.cells if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"))
+    answer.source += "\n# a different try, in the other copy\n"
+    nbformat.write(ran, tmp_path / "toy_bpe.ipynb")
+    time.sleep(0.05)
+    nbformat.write(other, tmp_path / "toy_bpe (copy).ipynb")  # the newest file: not the one that ran
+    kernel = HeadlessKernel(tmp_path)
+    try:
+        for cell in [cell for cell in ran.cells if cell.cell_type == "code"][:-1]:
+            kernel.run(cell.source)
+        kernel.run(helper)
+        chosen = kernel.run("print('chosen:', _Submitter()._saved()[1])")
+        assert "chosen: toy_bpe.ipynb" in chosen, chosen
+        nbformat.write(ran, tmp_path / "toy_bpe (copy).ipynb")  # now alike: the code cannot tell
+        said = kernel.run("submit()")
+    finally:
+        kernel.close()
+    assert "not sent: several notebooks of this lab" in said and "submit(file=" in said, said
+    assert "Sending" not in said and "cannot be reached" not in said
