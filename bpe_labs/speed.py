@@ -1,0 +1,82 @@
+"""The course's speed rules. Each is one rule, applied the same way by a part's visible check (in the
+student's kernel) and by its hidden test (in the grader), so that a moment of load between the two cannot
+turn the check's ✅ into a 0; and each decides "too slow" within seconds.
+
+A rule times the student's function against a **unit**, a fixed piece of work timed in the same moment
+(:func:`times_the_unit`: best of up to three rounds, each timing the unit and then the function), and allows
+a multiple of it. The limit sits between what a right algorithm takes and what the slow one takes, with a
+margin of two or more either way, more than any load moves a ratio of two times measured together. In the
+grader the function's call is cut at twice the limit: past it, the answer is clear.
+
+* **Lab 7, ``train_bpe``.** The unit: one pass over the file (:func:`one_pass`: read it, cut it into
+  GPT-2's pre-tokens, count the byte pairs of every one). On a file of ``PRETOKENS`` pre-tokens made of
+  ``WORDS`` distinct words (:func:`speed_text`), ``MERGES`` merges may take ``TRAIN_MULTIPLE`` passes.
+  Counting each distinct pre-token once takes one or two (the course's reference trainer too); walking
+  every pre-token at every merge, one or two per merge: 50 to 100.
+* **fast_bpe, ``train_fast``.** The unit: one merge of the simple trainer, which recounts every pair
+  (``train_simple(words, 1)``). On ``FAST_WORDS`` distinct words (``random_word_counts``), ``FAST_MERGES``
+  merges may take ``FAST_MULTIPLE`` units. Updating the counts of the changed words takes about 3;
+  recounting after every merge, one unit per merge: 15 to 20.
+
+The visible checks hold copies of these functions and numbers (a student's notebook has the standard
+library and ``regex`` only); ``tests/test_speed_rule.py`` checks that the copies are this code.
+
+    >>> text = speed_text(7)
+    >>> len(text.split(" ")), len(set(text.split(" ")))
+    (6000, 40)
+    >>> times_the_unit(lambda cut: 0.5, lambda: time.sleep(0.001), 10) > 10
+    True
+    >>> times_the_unit(lambda cut: None, lambda: time.sleep(0.001), 10)  # cut
+    inf
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import regex
+
+PRETOKENS, WORDS, MERGES, TRAIN_MULTIPLE = 6000, 40, 60, 10
+FAST_WORDS, FAST_MERGES, FAST_MULTIPLE = 20000, 20, 7
+ROUNDS = 3
+LETTERS = "αβγδεζηθικλμνξ"  # Greek: no word of a hidden case can be mistaken for the text of a message
+
+
+def speed_text(seed):
+    """PRETOKENS pre-tokens made of WORDS distinct words of 3 to 7 letters, joined by spaces."""
+    rng = random.Random(seed)
+    words = set()
+    while len(words) < WORDS:
+        words.add("".join(rng.choice(LETTERS) for _ in range(rng.randint(3, 7))))
+    words = sorted(words)
+    return " ".join(rng.choice(words) for _ in range(PRETOKENS))
+
+
+def one_pass(path, pattern):
+    """Lab 7's unit: one pass over the file, as recounting makes it at every merge: read it, cut it into
+    GPT-2's pre-tokens, count the adjacent byte pairs of every pre-token."""
+    with open(path, encoding="utf-8") as file:
+        text = file.read()
+    pairs = {}
+    for pretoken in regex.findall(pattern, text):
+        data = pretoken.encode("utf-8")
+        for pair in zip(data, data[1:]):
+            pairs[pair] = pairs.get(pair, 0) + 1
+    return pairs
+
+
+def times_the_unit(run, unit_now, limit):
+    """How many times the unit's time ``run`` takes: ``run(cut)`` returns its own seconds, or None when it
+    was stopped at ``cut`` seconds (where it can be). The best of up to ROUNDS rounds, each timing
+    ``unit_now()`` and then ``run``, so both are measured in the same moment of the machine; it stops once
+    the answer is clear: within ``limit``, or over twice ``limit``."""
+    best_run, best_unit = float("inf"), float("inf")
+    for _ in range(ROUNDS):
+        started = time.perf_counter()
+        unit_now()
+        best_unit = min(best_unit, time.perf_counter() - started)
+        seconds = run(2 * limit * best_unit)
+        best_run = min(best_run, float("inf") if seconds is None else seconds)
+        if best_run <= limit * best_unit or best_run > 2 * limit * best_unit:
+            break
+    return best_run / best_unit
