@@ -16,10 +16,11 @@ from bpe_labs import speed
 COPIES = {
     "bpe_tokenizer": ({"_speed_text": speed.speed_text, "_one_pass": speed.one_pass, "_times_the_unit": speed.times_the_unit},
                       {"_SPEED_PRETOKENS": "PRETOKENS", "_SPEED_WORDS": "WORDS", "_SPEED_MERGES": "MERGES",
-                       "_TRAIN_MULTIPLE": "TRAIN_MULTIPLE", "_SPEED_ROUNDS": "ROUNDS", "_SPEED_LETTERS": "LETTERS"}),
+                       "_TRAIN_MULTIPLE": "TRAIN_MULTIPLE", "_SPEED_ROUNDS": "ROUNDS", "_SPEED_CLEAR": "CLEAR",
+                       "_SPEED_LETTERS": "LETTERS"}),
     "fast_bpe": ({"_times_the_unit": speed.times_the_unit},
                  {"_FAST_WORDS": "FAST_WORDS", "_FAST_MERGES": "FAST_MERGES", "_FAST_MULTIPLE": "FAST_MULTIPLE",
-                  "_SPEED_ROUNDS": "ROUNDS"}),
+                  "_SPEED_ROUNDS": "ROUNDS", "_SPEED_CLEAR": "CLEAR"}),
 }
 # part -> what its hidden test must use of the module
 HIDDEN = {
