@@ -1,25 +1,21 @@
-"""The course's speed rules. Each is one rule, applied the same way by a part's visible check (in the
+"""Lab 7's speed rule for ``train_bpe``: one rule, applied the same way by a part's visible check (in the
 student's kernel) and by its hidden test (in the grader), so that a moment of load between the two cannot
 turn the check's ✅ into a 0; and each decides "too slow" within seconds.
 
-A rule times the student's function against a **unit**, a fixed piece of work timed in the same moment
+The rule times the student's function against a **unit**, a fixed piece of work timed in the same moment
 (:func:`times_the_unit`: best of up to three rounds, each timing the unit and then the function), and allows
 a multiple of it. The limit sits between what a right algorithm takes and what the slow one takes, with a
 margin of about two either way, more than any load moves a ratio of two times measured together. The
 cases are small, so that the slow algorithm shows in a second or two: "too slow" is known in seconds (a
 call that runs longer still is stopped at the usual limit of a call).
 
-* **Lab 7, ``train_bpe``.** The unit: one pass over the file (:func:`one_pass`: read it, cut it into
-  GPT-2's pre-tokens, count the byte pairs of every one). On a file of ``PRETOKENS`` pre-tokens made of
-  ``WORDS`` distinct words (:func:`speed_text`), ``MERGES`` merges may take ``TRAIN_MULTIPLE`` passes.
-  Counting each distinct pre-token once takes one or two (the course's reference trainer too); walking
-  every pre-token at every merge, one or two per merge: 50 to 100.
-* **fast_bpe, ``train_fast``.** The unit: one merge of the simple trainer, which recounts every pair
-  (``train_simple(words, 1)``). On ``FAST_WORDS`` distinct words (``random_word_counts``), ``FAST_MERGES``
-  merges may take ``FAST_MULTIPLE`` units. Updating the counts of the changed words takes 1.5 to 3.5;
-  recounting after every merge, about one unit per merge: 10 to 18.
+The unit: one pass over the file (:func:`one_pass`: read it, cut it into GPT-2's pre-tokens, count the
+byte pairs of every one). On a file of ``PRETOKENS`` pre-tokens made of ``WORDS`` distinct words
+(:func:`speed_text`), ``MERGES`` merges may take ``TRAIN_MULTIPLE`` passes. Counting each distinct
+pre-token once takes one or two (the course's reference trainer too); walking every pre-token at every
+merge, one or two per merge: 50 to 100.
 
-The visible checks hold copies of these functions and numbers (a student's notebook has the standard
+The visible check holds copies of these functions and numbers (a student's notebook has the standard
 library and ``regex`` only); ``tests/test_speed_rule.py`` checks that the copies are this code.
 
     >>> text = speed_text(7)
@@ -36,7 +32,6 @@ import time
 import regex
 
 PRETOKENS, WORDS, MERGES, TRAIN_MULTIPLE = 6000, 40, 60, 10
-FAST_WORDS, FAST_MERGES, FAST_MULTIPLE = 10000, 20, 6
 ROUNDS = 3
 CLEAR = 1.5  # past CLEAR times the limit, the answer is clear: no second round
 LETTERS = "αβγδεζηθικλμνξ"  # Greek: no word of a hidden case can be mistaken for the text of a message

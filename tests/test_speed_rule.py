@@ -1,5 +1,5 @@
-"""The course's speed rules (``bpe_labs/speed.py``) are one rule each: the visible checks in the students'
-notebooks hold copies of the module's functions and numbers (a notebook has no ``bpe_labs``), and the hidden
+"""Lab 7's speed rule for ``train_bpe`` (``bpe_labs/speed.py``) is one rule: the visible check in the students'
+notebook holds copies of the module's functions and numbers (a notebook has no ``bpe_labs``), and the hidden
 tests use the module itself. Here: each copy is the same code with the same numbers, and each hidden test
 judges by the module's rule and nothing else. (That check and grade give the same verdict on real submissions,
 under load too, is ``test_a_speed_verdict_is_the_one_the_check_showed`` in tests/test_examples.py.)
@@ -18,17 +18,11 @@ COPIES = {
                       {"_SPEED_PRETOKENS": "PRETOKENS", "_SPEED_WORDS": "WORDS", "_SPEED_MERGES": "MERGES",
                        "_TRAIN_MULTIPLE": "TRAIN_MULTIPLE", "_SPEED_ROUNDS": "ROUNDS", "_SPEED_CLEAR": "CLEAR",
                        "_SPEED_LETTERS": "LETTERS"}),
-    "fast_bpe": ({"_times_the_unit": speed.times_the_unit},
-                 {"_FAST_WORDS": "FAST_WORDS", "_FAST_MERGES": "FAST_MERGES", "_FAST_MULTIPLE": "FAST_MULTIPLE",
-                  "_SPEED_ROUNDS": "ROUNDS", "_SPEED_CLEAR": "CLEAR"}),
 }
 # part -> what its hidden test must use of the module
 HIDDEN = {
     ("bpe_tokenizer", "train_bpe"): ("hidden_speed.times_the_unit(", "hidden_speed.one_pass(", "hidden_speed.speed_text(",
                                      "hidden_speed.TRAIN_MULTIPLE", "256 + 1 + hidden_speed.MERGES"),
-    ("fast_bpe", "train_fast"): ("_speed.times_the_unit(", "_speed.FAST_WORDS", "_speed.FAST_MERGES", "_speed.FAST_MULTIPLE"),
-    ("fast_bpe", "train_fast_lexicographic"): ("_speed.times_the_unit(", "_speed.FAST_WORDS", "_speed.FAST_MERGES",
-                                               "_speed.FAST_MULTIPLE"),
 }
 
 
