@@ -96,6 +96,8 @@ bench: setup
 	$(PY) benchmarks/bench_grading.py --count 50 --workers 1 2 4
 	$(PY) benchmarks/bench_notebooks.py
 	$(PY) benchmarks/bench_stand_ins.py
+	$(PY) benchmarks/bench_train_bpe.py
+	$(PY) benchmarks/bench_too_slow.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache

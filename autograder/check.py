@@ -44,9 +44,12 @@ class StudentFunction(GraderFunction):
     def call_with_time_limit(self, seconds: float, *args, **kwargs):
         """One call with its own time limit: what a course's ``call_with_time_limit`` helper
         for hidden tests calls."""
+        return self._call_within(seconds, True, args, kwargs)
+
+    def _call_within(self, seconds: float, at_least_usual: bool, args: tuple, kwargs: dict):
         if time.monotonic() > self.deadline:
             raise PartTimeUp()
-        with self.session.limits_for(seconds):
+        with self.session.limits_for(seconds, at_least_usual):
             return self.session.call(self.__name__, *args, **kwargs)
 
     def timed_call(self, seconds: float, *args, **kwargs) -> TimedCall:
@@ -55,9 +58,18 @@ class StudentFunction(GraderFunction):
         stand-in call, the time from the kernel's previous word to its request (the call's start,
         or the previous answer): the round trip, and whatever the student's code did in between.
         What a course's ``timed_call`` helper calls."""
+        return self._timed(seconds, True, args, kwargs)
+
+    def timed_call_within(self, seconds: float, *args, **kwargs) -> TimedCall:
+        """:meth:`timed_call`, cut at ``seconds`` even below the usual limit (a speed check's
+        limit: past it the call is too slow, known at the limit). What a course's
+        ``timed_call_within`` helper calls."""
+        return self._timed(seconds, False, args, kwargs)
+
+    def _timed(self, seconds: float, at_least_usual: bool, args: tuple, kwargs: dict) -> TimedCall:
         first, service = len(STAND_INS.answers), STAND_INS.seconds
         started = time.perf_counter()
-        result = self.call_with_time_limit(seconds, *args, **kwargs)
+        result = self._call_within(seconds, at_least_usual, args, kwargs)
         elapsed = time.perf_counter() - started
         log = STAND_INS.answers[first:]
         previous_words = [started] + [answer.answered for answer in log]

@@ -121,9 +121,10 @@ class KernelSession:
         return self.calls.shapes
 
     @contextlib.contextmanager
-    def limits_for(self, call_seconds: float) -> Iterator[None]:
-        """Within the block, a call may run ``call_seconds`` (at least the usual time)."""
-        with self.calls.limits_for(call_seconds):
+    def limits_for(self, call_seconds: float, at_least_usual: bool = True) -> Iterator[None]:
+        """Within the block, a call may run ``call_seconds`` (at least the usual time, unless
+        ``at_least_usual`` is false)."""
+        with self.calls.limits_for(call_seconds, at_least_usual):
             yield
 
     def answering_stdin(self, answer: Callable[[str], str]

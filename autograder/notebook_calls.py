@@ -105,10 +105,13 @@ class NotebookCalls:
         self.standing: set[str] = set()  # names a stand-in holds now: the reference, never hung
 
     @contextlib.contextmanager
-    def limits_for(self, call_seconds: float) -> Iterator[None]:
-        """Within the block, a call may run ``call_seconds`` (at least the usual time)."""
+    def limits_for(self, call_seconds: float, at_least_usual: bool = True) -> Iterator[None]:
+        """Within the block, a call may run ``call_seconds`` (at least the usual time, unless
+        ``at_least_usual`` is false: a speed check's cut, at its limit)."""
         usual = self.limits
-        self.limits = dataclasses.replace(usual, call_seconds=max(call_seconds, usual.call_seconds))
+        if at_least_usual:
+            call_seconds = max(call_seconds, usual.call_seconds)
+        self.limits = dataclasses.replace(usual, call_seconds=call_seconds)
         try:
             yield
         finally:
