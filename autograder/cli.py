@@ -38,7 +38,7 @@ def _grade(args) -> int:
         dask_security,
         grade_folder,
     )
-    from autograder.grade import Settings
+    from autograder.settings import Settings
     from autograder.identity import read_roster
     from autograder.report import grades_text, plural
 
