@@ -33,9 +33,13 @@ import sys
 MAX_NODES = 2_000_000
 MAX_DEPTH = 200
 
-_MAPPINGS = {dict: "dict", collections.Counter: "Counter", collections.OrderedDict: "OrderedDict",
-             collections.defaultdict: "defaultdict"}
-_SEQUENCES = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+_MAPPINGS: dict[type, str] = {
+    dict: "dict",
+    collections.Counter: "Counter",
+    collections.OrderedDict: "OrderedDict",
+    collections.defaultdict: "defaultdict",
+}
+_SEQUENCES: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
 
 
 class Unsupported:
@@ -402,7 +406,8 @@ def _global_names(function):
     """
     import dis
 
-    names, stack = set(), [getattr(function, "__code__", None)]
+    names: set[str] = set()
+    stack = [getattr(function, "__code__", None)]
     while stack:
         code = stack.pop()
         if code is None:
