@@ -20,8 +20,8 @@ than decoding tagged JSON (a hidden case of 20,000 words: 0.005 s against 0.15 s
     >>> unpack(pack(([("a", "b")], {"n": 1}))) == ([("a", "b")], {"n": 1})
     True
 
-This file is also sent, as source, into the student's kernel (see ``kernel.py``): it may import
-only the standard library.
+This file is also sent, as source, into the student's kernel (see ``kernel_process.py``): it may
+import only the standard library.
 """
 import base64
 import collections

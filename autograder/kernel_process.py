@@ -32,31 +32,23 @@ CODEC_MODULE = "_autograder_codec"
 CODEC_SOURCE = inspect.getsource(codec)
 KERNEL_START_SECONDS = 60  # the longest wait for a kernel's first answer, time left permitting
 
-# The clocks (``Clock.started``, one per file: grade.py gives every kernel of a file its own) of
-# files
-# whose hidden inputs have reached a kernel: a kernel of theirs that dies at start no longer has its
-# last words shown.
-_HIDDEN_INPUT_SENT: set[float] = set()
-
-
 @dataclass
 class Clock:
-    """The notebook's time: everything done for one file counts against ``notebook_seconds``."""
+    """The notebook's time: everything done for one file counts against ``notebook_seconds``.
+    One clock per file, shared by all its kernels (grade.py), so that it also knows whether a
+    hidden input of the file has reached any of them: a kernel that dies at start then no longer
+    has its last words shown."""
 
     notebook_seconds: float
     started: float = field(default_factory=time.monotonic)
+    exposed: bool = False  # has a hidden input reached a kernel of this file?
 
     @property
     def seconds_left(self) -> float:
         return self.notebook_seconds - (time.monotonic() - self.started)
 
     def hidden_input_sent(self) -> None:
-        _HIDDEN_INPUT_SENT.add(self.started)
-
-    @property
-    def exposed(self) -> bool:
-        """Has a hidden input reached a kernel of this file?"""
-        return self.started in _HIDDEN_INPUT_SENT
+        self.exposed = True
 
 
 class Ending(enum.Enum):
@@ -126,10 +118,9 @@ class Kernel:
         if zygote_enabled() and self.use_zygote:
             km.kernel_id = f"bpe-{private.name}-{self.restarts}"
             km.provisioner = ZygoteProvisioner(
-                kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km
+                kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km,
+                preload=tuple(self.preload),
             )
-            # read by ZygoteProvisioner
-            km.autograder_preload = self.preload  # type: ignore[attr-defined]
         km.write_connection_file()
         # readable by the kernel's uid alone; Landlock keeps it read-only
         workspace.give_to_kernel(km.connection_file)
