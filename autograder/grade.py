@@ -263,7 +263,6 @@ class Grading:
     shown: list[Step] = field(default_factory=list)  # and the cells added after it (feedback)
     workdir: Path | None = None
     session: KernelSession | None = None
-    clock: Clock | None = None  # the file's one clock, shared by its kernels (made with the first)
     order: list[str] = field(default_factory=list)  # parts, as their test cells ran
     moved: list[str] = field(default_factory=list)  # parts whose names changed after their cell
     visible: dict[str, str] = field(default_factory=dict)  # part id -> its visible check's output
@@ -465,13 +464,11 @@ def _grade(grading: Grading) -> GradeResult:
 def _session(grading: Grading, name: str) -> KernelSession:
     """A kernel for this file, in a folder ``name`` of the workdir, on the file's one clock."""
     settings, course = grading.settings, current()
-    if grading.clock is None:
-        grading.clock = Clock(settings.limits.notebook_seconds, grading.started)
     return KernelSession(known(grading.workdir) / name, settings.limits,
                          Path(settings.data_dir or course.default_data).resolve(),
                          settings.denied, preload=release_imports(known(grading.lab).lab_id),
                          course=CoursePaths.of(course),
-                         clock=grading.clock)
+                         clock=Clock(settings.limits.notebook_seconds, grading.started))
 
 
 def needed_steps(program: list[Step]) -> list[Step]:

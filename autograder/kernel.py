@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from autograder.course_interface import OWN_CLASS
-from autograder.isolation_probe import isolation_status
-from autograder.kernel_boundary import CoursePaths, boundary_mode
+from autograder.kernel_boundary import CoursePaths, boundary_mode, isolation_status
 from autograder.kernel_errors import (
     TIME_USED_UP,
     CallTimeout,

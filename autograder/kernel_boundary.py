@@ -1,6 +1,6 @@
-"""What a student's kernel may read: the folders a kernel imports from, its uid, the course's
-paths it is given (:class:`CoursePaths`), and the launcher copied beside it. Which isolation it
-gets is probed with a real kernel in ``isolation_probe.py``.
+"""What a student's kernel may read and which isolation it gets: the isolation status of this
+machine (probed once with a real kernel), the folders a kernel imports from, its uid, the course's
+paths it is given (:class:`CoursePaths`), and the launcher copied beside it.
 """
 
 from __future__ import annotations
@@ -8,17 +8,23 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import platform
 import shutil
+import stat
 import sys
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import isolation, tempdirs
 from autograder.course import Course, current
 from autograder.kernel_errors import IsolationUnavailable
+from autograder.limits import Limits
 
 __all__ = [
     "CoursePaths",
     "IsolationUnavailable",
+    "isolation_status",
     "import_folders",
     "python_environment",
 ]
@@ -50,6 +56,99 @@ def copy_launcher(folder: Path) -> Path:
     kernel never has the autograder package on its path); the launcher's path."""
     shutil.copy(ISOLATION_MODULE, folder / "autograder_isolation.py")
     return Path(shutil.copy(LAUNCHER, folder / "launch_kernel.py"))
+
+
+@functools.lru_cache(maxsize=None)
+def isolation_status() -> str:
+    """What isolation a kernel started by this process gets, in words for grades.csv.
+
+    Probed once per process by starting a real kernel (not through the zygote) and asking it, before
+    any student code runs in it, what its launcher applied:
+    ``"landlock-abi7+seccomp+netns+pidns+uid+cgroup"``
+    when the boundary holds here (a piece that could not be had is named:
+    ``"landlock-abi7+netns+pidns+uid
+    (no seccomp: ...)"``); else ``"fence (...why...)"``, or ``"fence+uid (...)"`` when the grader is
+    root and the fence's kernel runs under a uid of its own. A kernel that dies at start says why
+    (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
+    """
+    if os.environ.get("AUTOGRADER_ISOLATION") == "fence":
+        return _fence("AUTOGRADER_ISOLATION=fence")
+    if not sys.platform.startswith("linux"):
+        return _fence(f"no Landlock on {sys.platform}")
+    abi = isolation.landlock_abi()
+    if abi < 1:
+        if isolation.syscall_table() is None:
+            return _fence(f"no system call table for {platform.machine()}")
+        return _fence("this Linux kernel has no Landlock")
+    try:
+        applied = _probe(f"landlock-abi{abi}")
+    except (
+        Exception
+    ) as failed:  # KernelDied, CallTimeout, OSError, zmq's errors (a socket path too long)...
+        return _fence(
+            f"the boundary could not be built: {_one_line(f'{type(failed).__name__}: {failed}')}"
+        )
+    if not applied.startswith("landlock"):
+        return _fence(f"the boundary could not be built: the probe kernel said {applied!r}")
+    cgroups = isolation.create_kernel_cgroups(f"bpe-probe-{os.getpid()}", 1 << 30, 64)
+    isolation.remove_cgroups(cgroups)
+    pieces, _, missing = applied.partition(" ")
+    return pieces + ("+cgroup" if cgroups else "") + (f" {missing}" if missing else "")
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    return " ".join(text.split())[-limit:]
+
+
+def _fence(why: str) -> str:
+    """The fence, and whether its kernel runs under a uid of its own (root only, and only where that
+    uid can run this Python: a probe kernel says)."""
+    if os.geteuid() != 0:
+        return f"fence ({why})"
+    closed = _closed_to_others(
+        [Path(sys.executable).resolve(), Path(sysconfig.get_paths()["stdlib"]), *import_folders()]
+    )
+    if closed:
+        return f"fence ({why}; no uid of its own: {closed} is closed to other users)"
+    try:
+        applied = _probe("fence+uid")
+    except Exception as failed:
+        return f"fence ({why}; no uid of its own: {_one_line(str(failed), 200)})"
+    return f"{applied} ({why})" if applied == "fence+uid" else f"fence ({why})"
+
+
+def _closed_to_others(paths: list[Path]) -> Path | None:
+    """The first of ``paths`` (or a folder above one) that a user other than its owner cannot
+    read or pass through: then a kernel under a uid of its own could not run this Python."""
+    for path in paths:
+        for folder in reversed(path.parents):
+            if folder.exists() and not folder.stat().st_mode & stat.S_IXOTH:
+                return folder
+        needed = stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0)
+        if path.exists() and path.stat().st_mode & needed != needed:
+            return path
+    return None
+
+
+def _probe(status: str) -> str:
+    """Start a real kernel as ``status`` says (never through the zygote) and ask it what it got."""
+    from autograder.kernel import KernelSession  # the probe is a kernel like any other
+
+    with tempdirs.folder("probe") as folder:
+        folder.chmod(0o711)
+        session = KernelSession(
+            folder / "work",
+            Limits(cell_seconds=60, call_seconds=60, notebook_seconds=90),
+            status=status,
+            use_zygote=False,
+        )
+        with session:
+            return session.calls.evaluate(
+                f"__import__('os').environ.get({APPLIED!r}, '')", timeout=60
+            )
+
+
+APPLIED = "AUTOGRADER_ISOLATION_APPLIED"  # set by sandbox_launcher in the kernel: what it applied
 
 
 def boundary_mode(status: str) -> bool:

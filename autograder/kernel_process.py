@@ -32,23 +32,38 @@ CODEC_MODULE = "_autograder_codec"
 CODEC_SOURCE = inspect.getsource(codec)
 KERNEL_START_SECONDS = 60  # the longest wait for a kernel's first answer, time left permitting
 
+# The starts of the files (``Clock.started``) whose hidden inputs have reached a kernel, each with
+# the end of the file's time, when it is dropped: kept only while the file may start a kernel.
+_HIDDEN_INPUT_SENT: dict[float, float] = {}
+
+
 @dataclass
 class Clock:
     """The notebook's time: everything done for one file counts against ``notebook_seconds``.
-    One clock per file, shared by all its kernels (grade.py), so that it also knows whether a
-    hidden input of the file has reached any of them: a kernel that dies at start then no longer
-    has its last words shown."""
+    Every kernel of a file has a clock of its own started when the file's grading did (grade.py);
+    whether a hidden input of the file has reached any of them is kept by that start
+    (:data:`_HIDDEN_INPUT_SENT`): a kernel that dies at start then no longer has its last words
+    shown."""
 
     notebook_seconds: float
     started: float = field(default_factory=time.monotonic)
-    exposed: bool = False  # has a hidden input reached a kernel of this file?
 
     @property
     def seconds_left(self) -> float:
         return self.notebook_seconds - (time.monotonic() - self.started)
 
     def hidden_input_sent(self) -> None:
-        self.exposed = True
+        now = time.monotonic()
+        # a file whose time is up starts no kernel any more: what is kept of it can go
+        for started, ends in list(_HIDDEN_INPUT_SENT.items()):
+            if ends < now:
+                del _HIDDEN_INPUT_SENT[started]
+        _HIDDEN_INPUT_SENT[self.started] = self.started + self.notebook_seconds
+
+    @property
+    def exposed(self) -> bool:
+        """Has a hidden input reached a kernel of this file?"""
+        return self.started in _HIDDEN_INPUT_SENT
 
 
 class Ending(enum.Enum):

@@ -4,7 +4,7 @@ Copied, with ``isolation.py`` beside it (as ``autograder_isolation.py``), into a
 can neither write nor read, and run as a script: the kernel never has the autograder on its path.
 
 ``boundary`` mode (Linux with Landlock; the grader probes it first, see
-``isolation_probe.isolation_status``):
+``kernel.isolation_status``):
 
 1. this process (the one jupyter_client started) joins the kernel's cgroups (memory and processes of
    the kernel and all its children together, where the grader could make them), enters new mount,

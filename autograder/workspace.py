@@ -35,7 +35,7 @@ KERNEL_NAME = "autograder-sandbox"
 @dataclass
 class Workspace:
     workdir: Path  # the kernel's own folder (its HOME and current folder)
-    isolation: str  # the isolation status it gets (isolation_probe.isolation_status)
+    isolation: str  # the isolation status it gets (kernel_boundary.isolation_status)
     limits: Limits
     course: CoursePaths
     data_dir: Path | None = None  # the corpora the notebooks load (None: the course's)

@@ -31,6 +31,7 @@ PAGE_POLICY = (
     "data:; frame-src 'self'; frame-ancestors 'self'; form-action 'self'; base-uri 'none'; "
     "object-src 'none'"
 )
+FEEDBACK_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox"
 
 
 class GraderKeeper:

@@ -5,10 +5,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from autograder.course import current
+from autograder.service.app import FEEDBACK_POLICY
 from autograder.service.auth import CSRF_COOKIE, Principal, anonymous_csrf, identify, set_cookie
-
-# the feedback page is shown sandboxed, as a document of its own origin
-FEEDBACK_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox"
 
 
 def signed_in(request: Request) -> Principal | None:
