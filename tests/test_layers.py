@@ -25,7 +25,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "autograder.workspace", "autograder.zygote", "autograder.kernel_boundary",
                 "autograder.isolation", "autograder.sandbox_launcher",
                 "autograder.codec", "autograder.limits", "autograder.kernel_errors",
-                "autograder.tempdirs", "autograder.shapes")),
+                "autograder.tempdirs", "autograder.shapes",
+                "autograder.kernel.probe")),  # (restructure.py's: the isolation probe)
     # one file's grading: intake, repair, the checks, the hidden tests, the row
     ("grading", ("autograder.grade", "autograder.check", "autograder.stand_ins",
                  "autograder.repair", "autograder.intake", "autograder.settings",
@@ -39,7 +40,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "autograder.adjustments", "autograder.background")),
     # many files: the batch, its workers and their deadline, the OUT folder's ledger
     ("batch", ("autograder.batch", "autograder.workers", "autograder.deadline",
-               "autograder.ledger", "autograder.resume", "autograder.guard")),
+               "autograder.ledger", "autograder.resume", "autograder.guard",
+               # what other branches add to the batch: Dask's grading and TLS, a zip unpacked
+               "autograder.dask_grading", "autograder.dask_tls", "autograder.unpack")),
     ("lms", ("autograder.lms",)),
     ("service", ("autograder.service",)),
     # the commands: the command line, Gradescope's runner
