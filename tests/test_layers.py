@@ -186,6 +186,15 @@ def test_the_engine_imports_nothing_of_the_course():
             if target.startswith("bpe_labs")] == []
 
 
+def test_the_course_imports_only_the_engine_s_front():
+    """docs/ENGINE.md: what a course may import of the engine."""
+    front = {"autograder.course_interface", "autograder.course", "autograder.labs",
+             "autograder.release", "autograder.cli"}
+    used = {target for name, targets in graph().items() if name.startswith("bpe_labs")
+            for target in targets if target.startswith("autograder")}
+    assert used - front == set()
+
+
 def test_docs_layout_names_every_module():
     layout = (ROOT / "docs" / "LAYOUT.md").read_text(encoding="utf-8")
     missing = [path.relative_to(ROOT).as_posix() for path in modules().values()
