@@ -31,7 +31,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("grading", ("autograder.grade", "autograder.check", "autograder.stand_ins",
                  "autograder.repair", "autograder.intake", "autograder.settings",
                  "autograder.folder", "autograder.identity", "autograder.names",
-                 "autograder.result")),
+                 "autograder.result",
+                 # the class list: grade --roster reads it as much as the LMS export does
+                 "autograder.lms.roster")),
     # the student notebooks as released, with the Submit cell
     ("release", ("autograder.release", "autograder.submit_cells",
                  "autograder.service.submit_helper")),
