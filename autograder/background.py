@@ -156,7 +156,7 @@ class Background:
     def result(self):
         """The answer to the oldest call not yet collected: its return value, or its exception
         raised."""
-        if self.process is None or not self.pending:
+        if self.process is None or self.connection is None or not self.pending:
             raise BackgroundLost("no call is waiting for an answer")
         try:
             if not self.connection.poll(self.timeout):

@@ -43,7 +43,8 @@ from autograder.deadline import (
     grade_within_time,
     hard_seconds,
 )
-from autograder.grade import Settings, error_result, grade_file
+from autograder.grade import error_result, grade_file
+from autograder.settings import Settings
 from autograder.kernel import isolation_status
 from autograder.identity import Identity, Roster
 from autograder.intake import file_sha256, find_submissions, read_submission

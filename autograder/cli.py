@@ -40,7 +40,7 @@ def _grade(args) -> int:
         dask_security,
         grade_folder,
     )
-    from autograder.grade import Settings
+    from autograder.settings import Settings
     from autograder.identity import read_roster
     from autograder.lms.roster import RosterProblems
     from autograder.report import batch_counts, grades_text, term_counts

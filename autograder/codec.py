@@ -20,8 +20,8 @@ than decoding tagged JSON (a hidden case of 20,000 words: 0.005 s against 0.15 s
     >>> unpack(pack(([("a", "b")], {"n": 1}))) == ([("a", "b")], {"n": 1})
     True
 
-This file is also sent, as source, into the student's kernel (see ``kernel.py``): it may import
-only the standard library.
+This file is also sent, as source, into the student's kernel (see ``kernel_process.py``): it may
+import only the standard library.
 """
 import base64
 import collections
@@ -33,9 +33,13 @@ import sys
 MAX_NODES = 2_000_000
 MAX_DEPTH = 200
 
-_MAPPINGS = {dict: "dict", collections.Counter: "Counter", collections.OrderedDict: "OrderedDict",
-             collections.defaultdict: "defaultdict"}
-_SEQUENCES = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+_MAPPINGS: dict[type, str] = {
+    dict: "dict",
+    collections.Counter: "Counter",
+    collections.OrderedDict: "OrderedDict",
+    collections.defaultdict: "defaultdict",
+}
+_SEQUENCES: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
 
 
 class Unsupported:
@@ -415,7 +419,8 @@ def _global_names(function):
     """
     import dis
 
-    names, stack = set(), [getattr(function, "__code__", None)]
+    names: set[str] = set()
+    stack = [getattr(function, "__code__", None)]
     while stack:
         code = stack.pop()
         if code is None:

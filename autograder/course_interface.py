@@ -183,7 +183,8 @@ def student_error(error: BaseException) -> StudentError | None:
 
 
 def mark_student_error(error: BaseException, said: StudentError) -> BaseException:
-    """``error``, marked as raised by the student's code (the grader's side: ``kernel.py``)."""
+    """``error``, marked as raised by the student's code (the grader's side:
+    ``notebook_calls.py``)."""
     setattr(error, _ATTRIBUTE, said)
     return error
 

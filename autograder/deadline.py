@@ -15,7 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from autograder.grade import Settings, error_result, grade_file
+from autograder.grade import error_result, grade_file
+from autograder.settings import Settings
 from autograder.result import OUT_OF_TIME, WORKER_LOST, GradeResult
 from autograder.workers import Job, run_watched
 

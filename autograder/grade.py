@@ -33,11 +33,10 @@ from autograder import tempdirs
 from autograder.check import hidden_test_names, run_part
 from autograder.course import current
 from autograder.intake import Submission, read_submission
-from autograder.kernel import CallTimeout, KernelDied, KernelSession, Limits, imported_modules
+from autograder.kernel import CallTimeout, KernelDied, KernelSession, imported_modules
 from autograder.kernel_boundary import CoursePaths
 from autograder.kernel_process import Clock
 from autograder.labs import Lab, Part, get_lab, release_cells
-from autograder.limits import GRADER_MEMORY_BYTES, PART_SECONDS, MiB, limits_from
 from autograder.repair import Repaired, Step, repair
 from autograder.result import (
     GRADED,
@@ -48,29 +47,7 @@ from autograder.result import (
     PartScore,
     Verdict,
 )
-
-
-@dataclass(frozen=True)
-class Settings:
-    limits: Limits = field(default_factory=Limits)
-    data_dir: Path | None = None  # None: the course's default corpora
-    part_seconds: float = PART_SECONDS
-    denied: tuple[Path, ...] = ()
-    # Address-space cap of each local grading worker process (0: none); see autograder.workers.
-    worker_memory_bytes: int = GRADER_MEMORY_BYTES
-    # A second kernel shows the notebook's own checks with no hidden input in reach (about 0.7 s a
-    # notebook). Without it, feedback shows only what the notebook printed before the first
-    # hidden input.
-    feedback_kernel: bool = True
-
-    @classmethod
-    def from_arguments(cls, args) -> "Settings":
-        """What ``grade``'s and ``serve``'s options say (``limits.add_limit_arguments``,
-        ``--data-dir``)."""
-        return cls(limits=limits_from(args), data_dir=Path(args.data_dir).resolve(),
-                   part_seconds=args.part_timeout,
-                   worker_memory_bytes=int(args.grader_memory_mb * MiB),
-                   feedback_kernel=not args.one_kernel)
+from autograder.settings import Settings  # (also imported from here by older code)
 
 
 @functools.lru_cache(maxsize=None)

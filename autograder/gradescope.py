@@ -346,7 +346,7 @@ def grade_submission(root: Path) -> dict:
     """Grade the notebook in ``root/submission`` with the lab of the unpacked zip; Gradescope's
     results."""
     from autograder.deadline import grade_within_time
-    from autograder.grade import Settings
+    from autograder.settings import Settings
     from autograder.labs import get_lab
 
     config = GradescopeConfig.read(SOURCE)

@@ -32,16 +32,18 @@ CODEC_MODULE = "_autograder_codec"
 CODEC_SOURCE = inspect.getsource(codec)
 KERNEL_START_SECONDS = 60  # the longest wait for a kernel's first answer, time left permitting
 
-# The clocks (``Clock.started``, one per file: grade.py gives every kernel of a file its own) of
-# files
-# whose hidden inputs have reached a kernel: a kernel of theirs that dies at start no longer has its
-# last words shown.
-_HIDDEN_INPUT_SENT: set[float] = set()
+# The starts of the files (``Clock.started``) whose hidden inputs have reached a kernel, each with
+# the end of the file's time, when it is dropped: kept only while the file may start a kernel.
+_HIDDEN_INPUT_SENT: dict[float, float] = {}
 
 
 @dataclass
 class Clock:
-    """The notebook's time: everything done for one file counts against ``notebook_seconds``."""
+    """The notebook's time: everything done for one file counts against ``notebook_seconds``.
+    Every kernel of a file has a clock of its own started when the file's grading did (grade.py);
+    whether a hidden input of the file has reached any of them is kept by that start
+    (:data:`_HIDDEN_INPUT_SENT`): a kernel that dies at start then no longer has its last words
+    shown."""
 
     notebook_seconds: float
     started: float = field(default_factory=time.monotonic)
@@ -51,7 +53,12 @@ class Clock:
         return self.notebook_seconds - (time.monotonic() - self.started)
 
     def hidden_input_sent(self) -> None:
-        _HIDDEN_INPUT_SENT.add(self.started)
+        now = time.monotonic()
+        # a file whose time is up starts no kernel any more: what is kept of it can go
+        for started, ends in list(_HIDDEN_INPUT_SENT.items()):
+            if ends < now:
+                del _HIDDEN_INPUT_SENT[started]
+        _HIDDEN_INPUT_SENT[self.started] = self.started + self.notebook_seconds
 
     @property
     def exposed(self) -> bool:
@@ -126,10 +133,9 @@ class Kernel:
         if zygote_enabled() and self.use_zygote:
             km.kernel_id = f"bpe-{private.name}-{self.restarts}"
             km.provisioner = ZygoteProvisioner(
-                kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km
+                kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km,
+                preload=tuple(self.preload),
             )
-            # read by ZygoteProvisioner
-            km.autograder_preload = self.preload  # type: ignore[attr-defined]
         km.write_connection_file()
         # readable by the kernel's uid alone; Landlock keeps it read-only
         workspace.give_to_kernel(km.connection_file)

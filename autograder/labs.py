@@ -39,7 +39,6 @@ class Part:
     part_id: str
     points: float
     hidden_tests: str
-    cell_index: int
     functions: tuple[str, ...] = ()  # the answer functions its hidden tests call
     upstream: tuple[Upstream, ...] = ()  # answer functions of earlier parts, with a reference
 
@@ -126,7 +125,7 @@ def read_lab(path: Path) -> Lab:
     answers = answer_functions(nb.cells)
     parts: list[Part] = []
     owner: dict[str, str] = {}
-    for index, cell in enumerate(nb.cells):
+    for cell in nb.cells:
         info = nbgrader_meta(cell)
         if info.get("grade") and cell.cell_type == "code":
             match = HIDDEN_TESTS.search(cell.source)
@@ -149,7 +148,6 @@ def read_lab(path: Path) -> Lab:
                     info["grade_id"],
                     float(info.get("points", 0)),
                     hidden,
-                    index,
                     functions,
                     upstream,
                 )

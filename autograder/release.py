@@ -18,7 +18,7 @@ from traitlets.config import Config
 
 from autograder.course import current
 from autograder.labs import Lab, all_labs
-from autograder.service.notebook import with_submit_cells
+from autograder.submit_cells import with_submit_cells
 
 # nbgrader's own generate_assignment steps, minus the two that need a course directory
 # (header/footer files, autotest templates) and that these labs do not use.
@@ -47,7 +47,7 @@ def release_notebook(lab: Lab, db_path: Path) -> nbformat.NotebookNode:
         # before nbgrader's steps, so that its checksums are of what the student gets
         for cell in nb.cells:
             cell.source = course.prepare_source(cell.source)
-    # the Submit cell and its helper (autograder/service/notebook.py)
+    # the Submit cell and its helper (autograder/submit_cells.py)
     with_submit_cells(nb, lab.lab_id, course)
     resources = {"nbgrader": {"assignment": lab.lab_id, "notebook": lab.lab_id, "db_url": url}}
     for step in release_steps():

@@ -214,7 +214,7 @@ def repair(nb: NotebookNode, lab: Lab) -> Repaired:
         role = _role(cell)
         at = matched.get(r)
         mine = cells[at] if at is not None else None
-        # The Submit cell and its helper (autograder/service/notebook.py) are never run here:
+        # The Submit cell and its helper (autograder/submit_cells.py) are never run here:
         # whatever a student did to them costs nothing and is not reported.
         submit_cell = SUBMIT_TAG in (cell.get("metadata", {}).get("tags") or [])
         if r in moved and role != "markdown" and not submit_cell:

@@ -210,10 +210,12 @@ def run_kernel(settings):
         # libzmq aborts the process when it cannot make an IP socket (the seccomp filter): no pipe.
         from ipykernel import iostream
 
-        iostream.IOPubThread._setup_pipe_in = lambda thread: setattr(thread, "_pipe_flag", False)
+        iostream.IOPubThread._setup_pipe_in = (  # type: ignore[method-assign]
+            lambda thread: setattr(thread, "_pipe_flag", False)
+        )
     # No debugger in a grading kernel: ipykernel imports debugpy (160 modules, about 0.1 CPU-s)
     # when it can, for a front end's debug requests that the grader never sends.
-    sys.modules.setdefault("debugpy", None)
+    sys.modules.setdefault("debugpy", None)  # type: ignore[arg-type]  # None: "not importable"
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance()

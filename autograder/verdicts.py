@@ -21,10 +21,6 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from autograder.course_interface import StudentError
 
 GENERIC = "a hidden check failed"
 REFERENCE_TIME = "the reference's time"  # what a speed check's multiple counts, unless it says
@@ -123,10 +119,11 @@ def _render(node: ast.AST, frame, constants: frozenset[str]) -> str:
     return LEFT_OUT
 
 
-def raised(said: "StudentError") -> str:
+def raised(said: object) -> str:
     """``on a hidden test input, tokenize raised ValueError``: what the feedback may say of an
     exception from the student's code (a :class:`~autograder.course_interface.StudentError`, which
-    the grader writes: never the kernel's own text)."""
+    the grader writes: never the kernel's own text). Typed ``object`` so that this module, which
+    the course interface imports for :class:`TooSlow`, imports nothing of it back."""
     return f"on a hidden test input, {said}"
 
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from jupyter_client.provisioning import LocalProvisioner
+from traitlets import Tuple
 
 from autograder import tempdirs
 from autograder.kernel_boundary import copy_launcher, python_environment
@@ -168,7 +169,9 @@ ZYGOTE = Zygote()
 
 class ZygoteProvisioner(LocalProvisioner):
     """jupyter_client's local provisioner, except that the kernel process comes from
-    :data:`ZYGOTE`."""
+    :data:`ZYGOTE`, with the modules a released notebook imports (``preload``) already in it."""
+
+    preload = Tuple(help="the modules the zygote imports before it forks this kernel")
 
     async def launch_kernel(self, cmd: list[str], **kwargs):
         log = kwargs.get("stdout")
@@ -177,7 +180,7 @@ class ZygoteProvisioner(LocalProvisioner):
             dict(kwargs.get("env") or {}),
             str(kwargs.get("cwd") or os.getcwd()),
             getattr(log, "name", os.devnull),
-            list(getattr(self.parent, "autograder_preload", ())),
+            list(self.preload),
         )
         if process is None:
             return await super().launch_kernel(cmd, **kwargs)

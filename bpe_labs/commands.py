@@ -39,9 +39,10 @@ def _fetch_data(args) -> int:
     return 0
 
 
-def add_commands(commands) -> None:
+def add_commands(commands, course) -> None:
+    """The course's own commands, for ``course`` (handed in by ``course.py``, not imported from
+    it: that module imports this one)."""
     from autograder.cli import lab_choice
-    from bpe_labs.course import COURSE
 
     examples = commands.add_parser("examples", help="regenerate the example submissions from examples/*.yaml")
     examples.add_argument("--out", default=str(ROOT / "examples" / "submissions"),
@@ -55,8 +56,8 @@ def add_commands(commands) -> None:
     standins.set_defaults(run=_standins)
 
     execute = commands.add_parser("execute-solutions", help="run the solution notebooks in place (refresh stored outputs)")
-    execute.add_argument("labs", nargs="*", metavar="LAB", type=lab_choice(COURSE),
-                         help=f"the labs to run (default: every lab): {', '.join(COURSE.lab_ids())}")
+    execute.add_argument("labs", nargs="*", metavar="LAB", type=lab_choice(course),
+                         help=f"the labs to run (default: every lab): {', '.join(course.lab_ids())}")
     execute.set_defaults(run=_execute_solutions)
 
     fetch = commands.add_parser("fetch-data", help="download the real corpora (needs the internet)")

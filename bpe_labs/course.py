@@ -20,7 +20,7 @@ def _release_note() -> str:
 def _add_commands(commands) -> None:
     from bpe_labs.commands import add_commands
 
-    add_commands(commands)
+    add_commands(commands, COURSE)
 
 
 COURSE = Course(

@@ -43,7 +43,7 @@ def test_a_part_uses_the_reference_through_its_stand_in_and_gets_the_students_he
     with standing_in(session, helpers) as used:
         assert session.call("tested", 20) == 41
     assert used == {"helper"}
-    part = Part("tested_part", 1, "", 0, ("tested",), tuple(helpers))
+    part = Part("tested_part", 1, "", ("tested",), tuple(helpers))
     assert note(part, helpers, used) == "tested was graded with a reference helper, because yours fails (part helper_part)"
     with pytest.raises(NotImplementedError):
         session.call("tested", 20)

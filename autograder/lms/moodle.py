@@ -40,7 +40,6 @@ from autograder.lms.sheet import (
 )
 from autograder.result import GradeResult
 
-IDENTITIES = ("email", "username", "idnumber")
 WORKSHEET_HEADER = [
     "Identifier",
     "Full name",

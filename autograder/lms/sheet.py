@@ -29,14 +29,6 @@ class Problem:
         return f"{self.level}: {self.text}"
 
 
-class ExportRefused(Exception):
-    """The export has errors: nothing was written."""
-
-    def __init__(self, problems: list[Problem]):
-        super().__init__("; ".join(str(p) for p in problems if p.level == ERROR))
-        self.problems = problems
-
-
 @dataclass(frozen=True)
 class Column:
     """One lab's column; ``key`` is what the LMS calls it (a Canvas assignment id, a Moodle column

@@ -5,8 +5,7 @@ which lab, the points of each part, and what the feedback says. :class:`OutFolde
 a grading output folder: the rows ``grade`` last reported there (``OUT/rows.json``, see ledger.py:
 what ``grades.csv`` holds, ``missing`` rows included, never an earlier result ``grade`` left out),
 checks that nobody edited them or ``OUT/results/*.json`` since, and applies the changes a TA made
-by hand in formgrader. The submission service
-can hand its database's results to the same exporters through :class:`ResultSource`.
+by hand in formgrader.
 """
 from __future__ import annotations
 
@@ -14,22 +13,15 @@ import hmac
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from autograder import adjustments
 from autograder.ledger import ROWS_FILE, Rows, kept_rows
-from autograder.result import GradeResult, MalformedResult
+from autograder.result import MalformedResult
 from autograder.resume import CHECKSUM, key_path, sign, unsigned
 
 
 class SourceError(ValueError):
     """The results cannot be read: the message says which and what to do."""
-
-
-class ResultSource(Protocol):
-    """Anything that can list graded results (one per handed-in file)."""
-
-    def results(self) -> list[GradeResult]: ...
 
 
 @dataclass

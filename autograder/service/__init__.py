@@ -21,8 +21,8 @@ course: it receives the course as the one ``Course`` object (``autograder.course
     uploads.py      the upload cap, enforced while the body streams in
     app.py          the web application: routers, middleware, security headers
     routes/         api.py (the HTTP API), student.py (students' pages), dashboard.py (instructors')
-    notebook.py     the Submit cell and its helper, added to the student notebooks at release
-    submit_helper.py  the helper's code (standard library only), as the notebooks carry it
+    submit_helper.py  the Submit cell's helper (standard library only), as the notebooks carry it
+                    (the cells themselves are release content: autograder/submit_cells.py)
     cli.py          serve, tokens, accounts, lti-keys
     lti/            LTI 1.3: an LMS launches the service, the gradebook gets the counted attempts'
                     scores

@@ -42,7 +42,7 @@ def _roster(db, path: str) -> tuple[int, int]:
 
 def settings_from(args):
     """ServiceSettings from ``serve``'s arguments; raises Stop for a mistake."""
-    from autograder.grade import Settings
+    from autograder.settings import Settings
     from autograder.service.settings import (
         ServiceSettings,
         is_loopback,

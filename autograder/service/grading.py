@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from autograder.deadline import run_within_time
-from autograder.grade import Settings, grade_file
+from autograder.grade import grade_file
+from autograder.settings import Settings
 from autograder.result import GradeResult
 from autograder.workers import Job
 

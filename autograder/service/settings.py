@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from autograder.grade import Settings
+from autograder.settings import Settings
 
 LATE_POLICIES = ("mark", "refuse")
 # How an LTI launch's user is found on the roster (docs/LTI.md): the launch's email and the roster's

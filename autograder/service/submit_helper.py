@@ -16,7 +16,8 @@ class _Submitter:
     def __init__(self):
         self.token, self.last_run, self.last = None, 0.0, None
         try:
-            events = get_ipython().events  # noqa: F821  (IPython's, in every notebook kernel)
+            # IPython's, in every notebook kernel
+            events = get_ipython().events  # type: ignore[name-defined]  # noqa: F821
             for callback in list(events.callbacks["post_run_cell"]):
                 if type(getattr(callback, "__self__", None)).__name__ == "_Submitter":
                     events.unregister("post_run_cell", callback)  # this cell was run before
@@ -56,7 +57,7 @@ class _Submitter:
         import os
 
         try:
-            names = get_ipython().user_ns  # noqa: F821
+            names = get_ipython().user_ns  # type: ignore[name-defined]  # noqa: F821
         except NameError:
             names = {}
         for candidate in (

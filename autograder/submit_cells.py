@@ -27,7 +27,8 @@ HELPER_ID, INTRO_ID, SUBMIT_ID = (
     "autograder_submit_intro",
     "autograder_submit",
 )
-HELPER_SOURCE = Path(__file__).with_name("submit_helper.py")
+# the helper is the service's client, kept beside the service (read as text, never imported)
+HELPER_SOURCE = Path(__file__).with_name("service") / "submit_helper.py"
 
 INTRO = """## Submit
 
