@@ -150,10 +150,12 @@ def health(request: Request):
     with request.app.state.db.reading() as session:
         graders = queue.graders_ready(session)
         waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
+    workers = sum(g.workers for g in graders)
     data = {
-        "status": "ok" if graders else "starting",
-        "graders": sum(g.workers for g in graders),
+        "status": "ok" if workers else "no workers" if graders else "starting",
+        "graders": workers,
+        "workers": workers,  # that can grade now: a Dask cluster's that passed the check
         "queue": waiting,
         "max_upload_bytes": request.app.state.settings.max_upload_bytes,
     }
-    return JSONResponse(data, status_code=200 if graders else 503)
+    return JSONResponse(data, status_code=200 if workers else 503)
