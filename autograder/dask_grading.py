@@ -168,6 +168,10 @@ def run_dask(jobs: list[tuple[Path, str]], settings: Settings, scheduler: str, s
         rotation = Rotation(client, course_spec, allow_fence, wait_seconds, say)
         if not jobs:
             return
+        if allow_fence:
+            say("--allow-fence: a worker behind the fence grades too (its rows say fence): its "
+                "kernels have no network and a uid of their own, but read every file other users "
+                "may read; close the course's files to other users there (docs/GRADING.md)")
         try:
             rotation.ready(scheduler)
         except NoWorkers:

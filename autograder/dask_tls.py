@@ -142,9 +142,9 @@ def make_certificates(folder: Path, hosts: tuple[str, ...] = (), days: int = 365
     return files
 
 
-def dask_program() -> list[str]:
-    """``dask`` as this interpreter runs it (its own environment's, whatever PATH says)."""
-    return [sys.executable, "-m", "dask"]
+def dask_program(python: str | None = None) -> list[str]:
+    """``dask`` as this interpreter (or ``python``) runs it, whatever PATH says."""
+    return [python or sys.executable, "-m", "dask"]
 
 
 class ClusterDidNotStart(RuntimeError):
@@ -153,17 +153,20 @@ class ClusterDidNotStart(RuntimeError):
 
 class LocalTLSCluster:
     """A ``dask scheduler`` and ``workers`` ``dask worker`` processes on this machine, on loopback,
-    over TLS with certificates made fresh for it in an owner-only folder, removed at the end. Each
-    worker grades one file at a time (one thread); ``worker_env``: extra environment of each worker
-    (tests: ``AUTOGRADER_ISOLATION=fence`` on one). Every process runs as the user who starts it."""
+    over TLS with certificates made fresh for it in an owner-only folder (or ``certs``), removed at
+    the end. Each worker grades one file at a time (one thread); ``worker_env``,
+    ``worker_python``: extra environment and the interpreter of each worker (tests: one forced into
+    the fence). Every process runs as the user who starts it."""
 
     def __init__(self, workers: int = 2, worker_env: list[dict] | None = None,
-                 start_seconds: float = 120.0):
-        self.workers = max(1, workers)
+                 start_seconds: float = 120.0, certs: CertFolder | None = None,
+                 worker_python: list[str | None] | None = None):
+        self.workers = max(0, workers)
         self.worker_env = list(worker_env or [])
+        self.worker_python = list(worker_python or [])
         self.start_seconds = start_seconds
         self.folder = Path(tempfile.mkdtemp(prefix="bpe-dask-"))  # 0700
-        self.certs = make_certificates(self.folder / "certs")
+        self.certs = certs or make_certificates(self.folder / "certs")
         self.scheduler: subprocess.Popen | None = None
         self.worker_processes: list[subprocess.Popen] = []
         self.address = ""
@@ -172,11 +175,12 @@ class LocalTLSCluster:
     def security(self):
         return self.certs.security("client")
 
-    def _start(self, argv: list[str], log: str, env: dict | None = None) -> subprocess.Popen:
+    def _start(self, argv: list[str], log: str, env: dict | None = None,
+               python: str | None = None) -> subprocess.Popen:
         environment = {**os.environ, **(env or {})}
         with open(self.folder / log, "ab") as handle:
             return subprocess.Popen(
-                [*_dies_with_this_process(), *dask_program(), *argv],
+                [*_dies_with_this_process(), *dask_program(python), *argv],
                 stdin=subprocess.DEVNULL, stdout=handle, stderr=handle, env=environment,
                 cwd=self.folder, start_new_session=True,
             )
@@ -201,16 +205,19 @@ class LocalTLSCluster:
             except (ValueError, KeyError):
                 time.sleep(0.1)
         for index in range(self.workers):
-            self.add_worker(self.worker_env[index] if index < len(self.worker_env) else None)
-        self.wait_for_workers(self.workers, deadline - time.monotonic())
+            self.add_worker(self.worker_env[index] if index < len(self.worker_env) else None,
+                            self.worker_python[index] if index < len(self.worker_python) else None)
+        if self.workers:
+            self.wait_for_workers(self.workers, deadline - time.monotonic())
         return self
 
-    def add_worker(self, env: dict | None = None) -> subprocess.Popen:
+    def add_worker(self, env: dict | None = None, python: str | None = None
+                   ) -> subprocess.Popen:
         process = self._start(
             ["worker", self.address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
              "--host", "127.0.0.1", "--name", f"local-{len(self.worker_processes)}",
              *self.certs.tls_arguments("worker")],
-            f"worker-{len(self.worker_processes)}.log", env)
+            f"worker-{len(self.worker_processes)}.log", env, python)
         self.worker_processes.append(process)
         return process
 
