@@ -76,13 +76,13 @@ class KernelSession:
         if self.seconds_left <= 0:  # no kernel started only to be told so
             raise CallTimeout(TIME_USED_UP)
         self.isolation = self.workspace.isolation = self.status or isolation_status()
+        if self.limits.require_isolation and not boundary_mode(self.isolation):
+            raise IsolationUnavailable(
+                f"kernel isolation was required but is not available here: {self.isolation}")
         if refused(self.isolation):  # never a student's code as root
             raise IsolationUnavailable(
                 f"no kernel was started: {self.isolation}: give this machine the boundary "
                 "(Linux with Landlock), or a Python that other users can run")
-        if self.limits.require_isolation and not boundary_mode(self.isolation):
-            raise IsolationUnavailable(
-                f"kernel isolation was required but is not available here: {self.isolation}")
         self.workspace.create()
         try:
             self.kernel.start()

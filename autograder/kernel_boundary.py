@@ -67,9 +67,9 @@ def isolation_status() -> str:
     ``"landlock-abi7+seccomp+netns+pidns+uid+cgroup"``
     when the boundary holds here (a piece that could not be had is named:
     ``"landlock-abi7+netns+pidns+uid
-    (no seccomp: ...)"``); else ``"fence (...why...)"``, or ``"fence+uid (...)"`` when the grader is
-    root and the fence's kernel runs under a uid of its own. A kernel that dies at start says why
-    (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
+    (no seccomp: ...)"``); else the fence as its probe kernel reports it (:func:`_fence`):
+    ``"fence+seccomp+uid (...why...)"``, or ``"fence (...; refused: ...)"``. A kernel that dies at
+    start says why (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
     """
     if os.environ.get("AUTOGRADER_ISOLATION") == "fence":
         return _fence("AUTOGRADER_ISOLATION=fence")
