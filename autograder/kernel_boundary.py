@@ -69,7 +69,8 @@ def isolation_status() -> str:
     ``"landlock-abi7+netns+pidns+uid
     (no seccomp: ...)"``); else the fence as its probe kernel reports it (:func:`_fence`):
     ``"fence+seccomp+uid (...why...)"``, or ``"fence (...; refused: ...)"``. A kernel that dies at
-    start says why (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
+    start says why (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence
+    (tests).
     """
     if os.environ.get("AUTOGRADER_ISOLATION") == "fence":
         return _fence("AUTOGRADER_ISOLATION=fence")
