@@ -228,8 +228,9 @@ def _lost_line(scheduler: str, left: int) -> str:
 def _connect(scheduler: str, security):
     from distributed import Client
 
-    from autograder.batch import SchedulerUnreachable
+    from autograder.batch import SchedulerUnreachable, dask_security
 
+    security = dask_security(scheduler, security=security)  # TLS with a certificate, or refused
     try:
         return Client(scheduler, security=security, timeout=30)
     except (OSError, TimeoutError) as error:

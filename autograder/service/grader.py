@@ -122,6 +122,9 @@ class DaskRunner:
         from autograder.course import current
         from autograder.dask_grading import Rotation
 
+        from autograder.batch import dask_security
+
+        security = dask_security(scheduler, security=security)  # TLS with a certificate only
         self.client = Client(scheduler, security=security, timeout=30)
         self.course_spec, self.allow_fence = current().spec, allow_fence
         self.rotation = Rotation(self.client, self.course_spec, allow_fence, 30.0,
