@@ -120,10 +120,12 @@ def _dask_certs(args) -> int:
         raise UsageError(str(error)) from None
     print(terminal(f"wrote a CA and the scheduler's, workers' and client's certificates and keys "
                    f"in {files.folder} (owner only)"))
-    print(terminal(
-        f"scheduler: dask scheduler --protocol tls {' '.join(files.tls_arguments('scheduler'))}"))
-    print(terminal(
-        f"workers:   dask worker tls://HOST:8786 {' '.join(files.tls_arguments('worker'))}"))
+    print("no HTTP pages:  export DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES='[]' "
+          "DASK_DISTRIBUTED__WORKER__HTTP__ROUTES='[]'")
+    print(terminal(f"scheduler: dask scheduler --protocol tls --no-dashboard "
+                   f"{' '.join(files.tls_arguments('scheduler'))}"))
+    print(terminal(f"workers:   dask worker tls://HOST:8786 --nthreads 1 --no-dashboard "
+                   f"{' '.join(files.tls_arguments('worker'))}"))
     print(terminal(f"grading:   --scheduler tls://HOST:8786 --tls-dir {files.folder}"))
     return 0
 

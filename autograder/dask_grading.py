@@ -11,6 +11,7 @@ graded, so the same command resumes.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from dataclasses import dataclass
@@ -164,7 +165,7 @@ def run_dask(jobs: list[tuple[Path, str]], settings: Settings, scheduler: str, s
     from distributed import wait as dask_wait
 
     client = connect() if connect else _connect(scheduler, security)
-    with client:
+    with client, _dask_logs_quiet():
         rotation = Rotation(client, course_spec, allow_fence, wait_seconds, say)
         if not jobs:
             return
@@ -217,6 +218,21 @@ def run_dask(jobs: list[tuple[Path, str]], settings: Settings, scheduler: str, s
                     yield error_result(
                         path, student, WORKER_LOST,
                         f"the Dask worker grading this file failed ({type(error).__name__})")
+
+
+@contextlib.contextmanager
+def _dask_logs_quiet():
+    """Dask's own log (a lost scheduler: tracebacks of every reconnection) stays out of the
+    batch's output, which says what happened in its own one line."""
+    import logging
+
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _lost_line(scheduler: str, left: int) -> str:

@@ -147,6 +147,14 @@ def dask_program(python: str | None = None) -> list[str]:
     return [python or sys.executable, "-m", "dask"]
 
 
+# No HTTP server with pages about the cluster (Dask serves /info, /json and /metrics without
+# authentication, on every address by default): the scheduler and workers answer TLS only.
+NO_HTTP = {
+    "DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES": "[]",
+    "DASK_DISTRIBUTED__WORKER__HTTP__ROUTES": "[]",
+}
+
+
 class ClusterDidNotStart(RuntimeError):
     """The local scheduler or its workers did not come up."""
 
@@ -177,7 +185,7 @@ class LocalTLSCluster:
 
     def _start(self, argv: list[str], log: str, env: dict | None = None,
                python: str | None = None) -> subprocess.Popen:
-        environment = {**os.environ, **(env or {})}
+        environment = {**os.environ, **NO_HTTP, **(env or {})}
         with open(self.folder / log, "ab") as handle:
             return subprocess.Popen(
                 [*_dies_with_this_process(), *dask_program(python), *argv],
@@ -189,7 +197,8 @@ class LocalTLSCluster:
         scheduler_file = self.folder / "scheduler.json"
         self.scheduler = self._start(
             ["scheduler", "--host", "127.0.0.1", "--port", "0", "--protocol", "tls",
-             "--no-dashboard", "--scheduler-file", str(scheduler_file),
+             "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+             "--scheduler-file", str(scheduler_file),
              *self.certs.tls_arguments("scheduler")], "scheduler.log")
         deadline = time.monotonic() + self.start_seconds
         while not scheduler_file.exists():
@@ -215,7 +224,8 @@ class LocalTLSCluster:
                    ) -> subprocess.Popen:
         process = self._start(
             ["worker", self.address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
-             "--host", "127.0.0.1", "--name", f"local-{len(self.worker_processes)}",
+             "--dashboard-address", "127.0.0.1:0", "--host", "127.0.0.1",
+             "--name", f"local-{len(self.worker_processes)}",
              *self.certs.tls_arguments("worker")],
             f"worker-{len(self.worker_processes)}.log", env, python)
         self.worker_processes.append(process)

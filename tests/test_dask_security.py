@@ -275,7 +275,7 @@ def test_another_local_user_can_neither_connect_nor_read_the_keys(cluster, open_
 
 
 # -- 5: a lost scheduler, and no worker --------------------------------------------------------------
-def test_a_lost_scheduler_stops_the_batch_and_a_rerun_waits_for_workers_within_a_bound(tmp_path, capsys):
+def test_a_lost_scheduler_stops_the_batch_and_a_rerun_waits_for_workers_within_a_bound(tmp_path, capfd):
     folder = notebooks(tmp_path / "sub", {f"s{i}_toy_bpe.ipynb": dump(correct_notebook()) for i in range(5)})
     out = tmp_path / "out"
     certs = make_certificates(tmp_path / "certs")
@@ -296,7 +296,7 @@ def test_a_lost_scheduler_stops_the_batch_and_a_rerun_waits_for_workers_within_a
         killer.start()
         code = main(args)
         killer.join()
-        err = capsys.readouterr().err
+        err = capfd.readouterr().err
         assert code != 0 and "was lost" in err and "run the same command" in err, err
         assert "Traceback" not in err
         assert not (out / "grades.csv").exists() or "worker_lost" not in (out / "grades.csv").read_text()
@@ -305,7 +305,32 @@ def test_a_lost_scheduler_stops_the_batch_and_a_rerun_waits_for_workers_within_a
             args[args.index("--scheduler") + 1] = empty.address
             args[args.index("--tls-dir") + 1] = str(certs.folder)
             code = main(args)
-        err = capsys.readouterr().err
+        err = capfd.readouterr().err
         assert code == 2 and "waiting for Dask workers" in err and "up to 3 s" in err, err
         assert "no Dask worker that can grade joined" in err
     assert nbformat  # (the notebooks above are nbformat's)
+
+
+def test_grade_local_cluster_is_one_command(tmp_path, capsys):
+    """`grade --local-cluster`: a TLS scheduler and workers of its own, fresh certificates, ended."""
+    import psutil
+
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "amy_toy_bpe.ipynb").write_bytes(dump(correct_notebook()))
+    def dask_processes() -> set[int]:  # this test's own: children of this process
+        found = set()
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if {"-m", "dask"} <= set(child.cmdline()):
+                    found.add(child.pid)
+            except psutil.Error:
+                continue
+        return found
+
+    before = dask_processes()
+    assert main(["grade", str(folder), "--out", str(tmp_path / "out"), "--local-cluster", "--workers", "1",
+                 "--quiet"]) == 0
+    grades = (tmp_path / "out" / "grades.csv").read_text()
+    assert "amy" in grades and "landlock" in grades
+    assert not dask_processes() - before, "the local cluster was ended"
