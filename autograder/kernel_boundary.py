@@ -87,7 +87,8 @@ def isolation_status() -> str:
         Exception
     ) as failed:  # KernelDied, CallTimeout, OSError, zmq's errors (a socket path too long)...
         return _fence(
-            f"the boundary could not be built: {_one_line(f'{type(failed).__name__}: {failed}')}"
+            "the boundary could not be built: "
+            + _one_line(f"{type(failed).__name__}: {str(failed).split(' (before that: ')[0]}")
         )
     if not applied.startswith("landlock"):
         return _fence(f"the boundary could not be built: the probe kernel said {applied!r}")
