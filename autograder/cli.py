@@ -326,7 +326,8 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
     )
     certs.add_argument("dir", metavar="DIR", help="a new folder for the certificates")
     certs.add_argument("--host", action="append", default=[],
-                       help="a name or address of the scheduler's machine (repeatable)")
+                       help="a name or address of the scheduler's machine, repeatable (default: "
+                       "none besides localhost, 127.0.0.1, ::1 and this machine's name)")
     certs.set_defaults(run=_dask_certs)
 
     from autograder.gradescope import add_build_arguments
