@@ -54,7 +54,7 @@ def main() -> None:
             "auth_token_url": f"{platform.url}/token", "key_set_url": f"{platform.url}/jwks",
             "private_key_file": "keys/lti-private.pem", "public_key_file": "keys/lti-public.pem",
             "deployment_ids": ["deployment-1"]}]}), encoding="utf-8")
-        server.args += ["--lti", str(folder / "lti.json")]
+        server.args += ["--lti", str(folder / "lti.json"), "--public-url", server.url]
         for student in students:
             platform.add_user(f"lms-{student}", f"Student {student}", f"{student}@example.edu", [LEARNER])
         link = platform.add_link({"lab": "toy_bpe"}, score_maximum=11)

@@ -74,7 +74,7 @@ def test_the_wheel_carries_both_packages_and_the_course_files(wheel):
                 "autograder/service/migrations/env.py", "autograder/service/migrations/script.py.mako",
                 "autograder/service/migrations/versions/0001_initial.py", "autograder/service/routes/api.py",
                 "autograder/service/migrations/versions/0002_lti.py", "autograder/service/lti/adapter.py",
-                "autograder/service/routes/lti.py", "autograder/service/templates/lti_choose.html",
+                "autograder/service/lti/routes.py", "autograder/service/templates/lti_choose.html",
                 "bpe_labs/course.py", "bpe_labs/hidden.py", "bpe_labs/reference/char_bpe.py", "bpe_labs/standins/ny_constitution.py",
                 *[f"bpe_labs/files/{folder}/{lab}" for folder in ("solutions", "notebooks") for lab in labs],
                 *[f"bpe_labs/files/data/{path.relative_to(REPO_ROOT / 'data').as_posix()}"

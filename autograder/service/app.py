@@ -13,25 +13,28 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from jinja2 import Environment, FileSystemLoader
 
 from autograder.service import grader
 from autograder.service.auth import bearer_token, session_cookie
 from autograder.service.database import Database
+from autograder.service.dependencies import SignInFirst, Unauthorized
+from autograder.service.routes.pages import PAGE_POLICY
 from autograder.service.settings import ServiceSettings
+from autograder.service.signin_limits import SignInLimits
 from autograder.service.uploads import TooLarge, UploadCap, too_large_message
 
 log = logging.getLogger("autograder.service")
-TEMPLATES = Path(__file__).parent / "templates"
-
-# Pages run no script at all; the feedback page is shown sandboxed, as a document of its own origin.
-PAGE_POLICY = (
-    "default-src 'self'; script-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' "
-    "data:; frame-src 'self'; frame-ancestors 'self'; form-action 'self'; base-uri 'none'; "
-    "object-src 'none'"
+# /docs and /redoc (serve --api-docs): FastAPI's pages, their scripts and styles from its CDN.
+DOCS_POLICY = (
+    "default-src 'none'; script-src 'unsafe-inline' https://cdn.jsdelivr.net; style-src "
+    "'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; font-src "
+    "https://fonts.gstatic.com; img-src 'self' data: https://fastapi.tiangolo.com "
+    "https://cdn.redoc.ly; worker-src blob:; connect-src 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'; form-action 'none'; object-src 'none'"
 )
-FEEDBACK_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox"
+TEMPLATES = Path(__file__).parent / "templates"
 
 
 class GraderKeeper:
@@ -92,6 +95,7 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
     """The application; ``grade=False``: no grading process (a web process beside graders run
     elsewhere)."""
     from autograder.service.routes import api, dashboard, student
+    from autograder.service.routes.api import unauthorized as api_unauthorized
 
     db = Database(settings.db_url)
     keeper = GraderKeeper(settings) if grade else None
@@ -128,6 +132,10 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
         description="Hand in a notebook and get its grade and feedback in seconds. See "
                     "docs/SERVICE.md.",
         lifespan=lifespan,
+        # The reference pages load their scripts from a CDN: off unless asked (serve --api-docs);
+        # /openapi.json, the contract itself, is always served.
+        docs_url="/docs" if settings.api_docs else None,
+        redoc_url="/redoc" if settings.api_docs else None,
     )
     app.state.settings, app.state.db, app.state.scratch, app.state.lti = (
         settings,
@@ -135,6 +143,7 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
         Path(scratch.name),
         lti,
     )
+    app.state.signin_limits = SignInLimits()
     app.state.wake = keeper.wake if keeper is not None else (lambda: None)
     # Pluggable sign-in: who a request is from. An LTI launch route adds nothing here: it starts a
     # web session.
@@ -149,14 +158,26 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
         response.headers.setdefault("X-Content-Type-Options", "nosniff")
         response.headers.setdefault("Referrer-Policy", "same-origin")
         response.headers.setdefault("Cache-Control", "no-store")
-        if request.url.path not in ("/docs", "/redoc"):
-            response.headers.setdefault("Content-Security-Policy", PAGE_POLICY)
-            # the LTI pages an LMS frames
-            if "frame-ancestors *" not in response.headers["Content-Security-Policy"]:
-                response.headers.setdefault("X-Frame-Options", "SAMEORIGIN")
-        if settings.tls:
+        response.headers.setdefault(
+            "Content-Security-Policy",
+            DOCS_POLICY if request.url.path in ("/docs", "/redoc") else PAGE_POLICY,
+        )
+        # the LTI pages an LMS frames
+        if "frame-ancestors *" not in response.headers["Content-Security-Policy"]:
+            response.headers.setdefault("X-Frame-Options", "SAMEORIGIN")
+        # over HTTPS: served so by uvicorn, or by a proxy of --forwarded-allow-ips that says so
+        # (X-Forwarded-Proto), which uvicorn has already made the request's scheme
+        if request.url.scheme == "https":
             response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
         return response
+
+    @app.exception_handler(Unauthorized)
+    async def unauthorized(_request: Request, _error: Unauthorized):
+        return api_unauthorized()
+
+    @app.exception_handler(SignInFirst)
+    async def sign_in_first(_request: Request, error: SignInFirst):
+        return RedirectResponse(error.url, status_code=303)
 
     @app.exception_handler(TooLarge)
     async def too_large(request: Request, _error: TooLarge):
@@ -170,7 +191,7 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
     app.include_router(student.router)
     app.include_router(dashboard.router)
     if lti is not None:
-        from autograder.service.routes import lti as lti_routes
+        from autograder.service.lti import routes as lti_routes
 
         app.include_router(lti_routes.router)
     return app

@@ -4,7 +4,7 @@ authenticators, and the web sessions and CSRF tokens of the pages.
 The API authenticates with ``Authorization: Bearer TOKEN`` only (no cookie: a page of another site
 cannot make a browser call it). Pages authenticate with a session cookie (``Secure``, ``HttpOnly``,
 ``SameSite=Lax``); a session is started by signing in with a token (students) or a password
-(instructors, TAs), and by any other sign-in the service is given: an LTI 1.3 launch (routes/lti.py)
+(instructors, TAs), and by any other sign-in the service is given: an LTI 1.3 launch (lti/routes.py)
 verifies its signed message, finds the roster entry and calls :func:`start_session` with
 ``via="lti"``. Every form that changes something carries the session's CSRF token; the sign-in
 forms, before a session exists, a double-submit cookie's. A form whose ``Origin`` is another site is
@@ -73,11 +73,20 @@ def session_cookie(request, db: Database) -> Principal | None:
             student = session.get(Student, row.student_id)
             if student is None or not student.on_roster:
                 return None
+            if row.via == "token" and not _token_still_valid(session, row):
+                return None
             return Principal(STUDENT, student.student_id, row.via, row.csrf, student.name)
         account = session.get(Account, row.username)
         if account is None or account.disabled:
             return None
         return Principal(account.role, account.username, row.via, row.csrf)
+
+
+def _token_still_valid(session, row: WebSession) -> bool:
+    """A session opened with a token lasts only while that token does: revoking or re-issuing it
+    (``tokens --revoke``, ``--reissue``) ends the session at its next request."""
+    token = tokens.active_token(session, row.student_id) if row.student_id else None
+    return token is not None and token.created_at <= row.created_at
 
 
 def identify(request, db: Database, authenticators: list[Authenticator]) -> Principal | None:

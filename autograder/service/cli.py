@@ -85,7 +85,16 @@ def settings_from(args):
             load(lti_config)
         except ConfigError as error:
             raise Stop(str(error)) from None
+    public_url = _public_url(args.public_url) if args.public_url else None
+    if lti_config is not None and public_url is None:
+        raise Stop(
+            "--lti needs --public-url: the tool's address as the LMS and the students' browsers "
+            "reach it (https://grader.example.edu), which every link handed to the LMS is built "
+            "from (docs/LTI.md)"
+        )
     return ServiceSettings(
+        public_url=public_url,
+        api_docs=args.api_docs,
         lti_config=lti_config,
         lti_identity=args.lti_identity,
         db_url=args.db,
@@ -109,6 +118,20 @@ def settings_from(args):
         grading=Settings.from_arguments(args),
         log_level=args.log_level,
     )
+
+
+def _public_url(value: str) -> str:
+    """``--public-url`` checked: an http(s) address with a host and no query, without its last
+    slash."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise Stop(
+            f"--public-url {value!r} is not an address like https://grader.example.edu (the "
+            "scheme, the host, at most a path)"
+        )
+    return value.strip().rstrip("/")
 
 
 def _serve(args) -> int:
@@ -144,12 +167,12 @@ def _serve(args) -> int:
     print(
         f"{current().name} grading service on {address}\n  students:  {address}/  (sign in with a "
         f"token; the notebooks' Submit cell posts to {address}/api/v1/submissions)\n  dashboard: "
-        f"{address}/dashboard  (instructors and TAs; API reference: {address}/docs)\n  database:  "
+        f"{address}/dashboard  (instructors and TAs; API: {address}/openapi.json)\n  database:  "
         f"{shown_url(settings.db_url)}; {roster}\n  grading:   {graders}; "
         f"{settings.rate_limit or 'no'} submissions per lab per {settings.rate_window / 3600:g} h; "
         f"the {settings.counted} attempt counts; uploads up to "
         f"{settings.max_upload_bytes / 1024 / 1024:g} MB\n"
-        + (_lti_lines(settings, address) if settings.lti_config else "")
+        + (_lti_lines(settings, settings.public_url or address) if settings.lti_config else "")
         + "  Ctrl-C stops it; queued submissions wait in the database for the next start.",
         flush=True,
     )
@@ -353,6 +376,17 @@ def add_commands(commands, course) -> None:
         "--https-cert", type=Path, help="serve HTTPS with this certificate (PEM) ..."
     )
     serve.add_argument("--https-key", type=Path, help="... and its private key")
+    serve.add_argument(
+        "--public-url",
+        help="the service's address as students and the LMS reach it (https://grader.example.edu): "
+             "the links it hands out are built from it (needed with --lti)",
+    )
+    serve.add_argument(
+        "--api-docs",
+        action="store_true",
+        help="serve the API's reference pages /docs and /redoc (they load scripts from a CDN; "
+             "/openapi.json is always served)",
+    )
     serve.add_argument(
         "--forwarded-allow-ips",
         default="127.0.0.1",

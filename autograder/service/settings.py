@@ -67,6 +67,10 @@ class ServiceSettings:
     # LTI 1.3: the platforms this service is registered with (pylti1p3's JSON)
     lti_config: Path | None = None
     lti_identity: str = "email"  # how a launch's user is found on the roster, one of LTI_IDENTITIES
+    # The address students' browsers and the LMS reach (https://grader.example.edu): every link the
+    # service hands to someone else is built from it, never from a request's Host header.
+    public_url: str | None = None
+    api_docs: bool = False  # serve /docs and /redoc (their scripts come from a CDN: off by default)
 
     def __post_init__(self):
         if self.lti_identity not in LTI_IDENTITIES:

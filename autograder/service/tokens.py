@@ -24,10 +24,10 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from autograder.identity import read_roster  # noqa: F401  (the roster's format is grade --roster's)
-from autograder.service.models import INSTRUCTOR, ROLES, Account, Student, Token
+from autograder.service.models import INSTRUCTOR, ROLES, Account, Student, Token, WebSession
 from autograder.service.settings import now
 
 
@@ -105,12 +105,17 @@ def ever_issued(session, student_id: str) -> bool:
 
 
 def revoke(session, student_id: str) -> int:
-    """Revoke every token of the student; returns how many were active."""
-    return session.execute(
+    """Revoke every token of the student, and end the web sessions signed in with one (auth.py
+    refuses them anyway); returns how many tokens were active."""
+    revoked = session.execute(
         update(Token)
         .where(Token.student_id == student_id, Token.revoked_at.is_(None))
         .values(revoked_at=now())
     ).rowcount
+    session.execute(
+        delete(WebSession).where(WebSession.student_id == student_id, WebSession.via == "token")
+    )
+    return revoked
 
 
 def issue(session, student_id: str) -> str:
@@ -182,6 +187,35 @@ def account_of(session, username: str, password: str) -> Account | None:
     return account if valid and account is not None and not account.disabled else None
 
 
+def password_weakness(password: str, username: str = "") -> str | None:
+    """Why a staff password is refused, or None. At least 10 characters, and not guessable:
+    zxcvbn (Dropbox's estimator, with its lists of common passwords, names and words, keyboard
+    rows and repeats) must rate it 3 of 4 or better, "safely unguessable" with a slow hash.
+
+    >>> password_weakness("password12")[:68]
+    'this password is too easy to guess (This is a very common password.)'
+    >>> password_weakness("aaaaaaaaaa")[:40]
+    'this password is too easy to guess (Repe'
+    >>> password_weakness("short")
+    'a password has at least 10 characters'
+    >>> password_weakness("correct horse battery staple") is None
+    True
+    """
+    from zxcvbn import zxcvbn
+
+    if len(password) < 10:
+        return "a password has at least 10 characters"
+    # zxcvbn's time grows with the length: past 100 characters, length alone is enough
+    rating = zxcvbn(password[:100], user_inputs=[username, "bpe", "labs", "grader", "autograder"])
+    if rating["score"] >= 3:
+        return None
+    warning = rating["feedback"].get("warning") or ""
+    return (
+        "this password is too easy to guess" + (f" ({warning})" if warning else "")
+        + ": choose a longer one, a few unrelated words for instance"
+    )
+
+
 def set_account(session, username: str, role: str, password: str) -> Account:
     if role not in ROLES:
         raise ValueError(f"a role is {' or '.join(ROLES)}, not {role!r}")
@@ -195,8 +229,9 @@ def set_account(session, username: str, role: str, password: str) -> Account:
             f"{username!r} is not a user name (1 to 100 printable characters, no leading or "
             "trailing space)"
         )
-    if len(password) < 10:
-        raise ValueError("a password has at least 10 characters")
+    weak = password_weakness(password, username)
+    if weak:
+        raise ValueError(weak)
     account = session.get(Account, username)
     if account is None:
         account = Account(

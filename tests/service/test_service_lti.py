@@ -19,7 +19,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import parse_qs, quote, urljoin, urlsplit
 
 import httpx
 import pytest
@@ -51,7 +51,7 @@ def lti(tmp_path_factory):
         "auth_login_url": f"{platform.url}/authorize", "auth_token_url": f"{platform.url}/token",
         "key_set_url": f"{platform.url}/jwks", "private_key_file": "keys/lti-private.pem",
         "public_key_file": "keys/lti-public.pem", "deployment_ids": ["deployment-1"]}]}), encoding="utf-8")
-    server.args += ["--lti", str(folder / "lti.json")]
+    server.args += ["--lti", str(folder / "lti.json"), "--public-url", server.url]
     platform.add_user("lms-1", "Ada Lovelace", "S001@example.edu", [LEARNER])  # the roster's s001 (email, any case)
     platform.add_user("lms-2", "Alan Turing", "s002@example.edu", [LEARNER])
     platform.add_user("lms-3", "Emmy Noether", "s003@example.edu", [LEARNER])
@@ -64,9 +64,18 @@ def lti(tmp_path_factory):
 
 
 def counts(server) -> dict[str, int]:
+    """Rows per table; lti_state without the spent nonces, which a signed launch leaves (accepted or
+    refused: a replay guard, kept until the nonce would have expired)."""
     with sqlite3.connect(server.db) as db:
-        return {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                for table in ("web_sessions", "lti_links", "students", "submissions", "lti_state")}
+        found = {table: db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                 for table in ("web_sessions", "lti_links", "students", "submissions")}
+        found["lti_state"] = db.execute("SELECT count(*) FROM lti_state WHERE key NOT LIKE 'lti1p3-nonce-%'").fetchone()[0]
+        return found
+
+
+def all_state(server) -> int:
+    with sqlite3.connect(server.db) as db:
+        return db.execute("SELECT count(*) FROM lti_state").fetchone()[0]
 
 
 def launch(platform: Platform, link, user: str, target: str = "window") -> tuple[Browser, httpx.Response]:
@@ -298,11 +307,18 @@ def test_refused_launches_say_why_and_record_nothing(lti):
     finally:
         platform.id_token_seconds = 300
 
-    # a nonce that expired between the login and the launch (its five minutes gone by)
-    browser, form = launch(platform, link, "lms-2")
-    with sqlite3.connect(server.db) as db:
-        assert db.execute("UPDATE lti_state SET expires_at = '2000-01-01 00:00:00' WHERE key LIKE 'lti1p3-nonce-%'").rowcount
-    refused(browser.submit(form), browser, 403, "already used, or it is too old", before)
+    # a nonce this service did not sign, or whose five minutes had gone by (the nonce is signed with its
+    # expiry, not stored: nonces.py's doctests): the login's redirect to the LMS altered on the way
+    browser = Browser()
+    answer = browser.request("GET", platform.launch_url(link, "lms-2"))
+    while "/authorize" not in answer.headers["location"]:
+        answer = browser.request("GET", urljoin(str(answer.url), answer.headers["location"]))
+    authorize = answer.headers["location"]
+    nonce = parse_qs(urlsplit(authorize).query)["nonce"][0]
+    body, _, mac = nonce.rpartition(".")
+    for altered in (f"{body.rpartition('.')[0]}.{int(time.time()) + 86400}.{mac}", f"{body}.{'0' * len(mac)}"):
+        form = browser.go("GET", authorize.replace(nonce, altered))
+        refused(browser.submit(form), browser, 403, "already used, or it is too old", before)
 
     # a launch posted twice: the first signs in, the second is refused (from the same browser: the nonce
     # was taken; from another one: no state cookie either)
@@ -381,30 +397,78 @@ def test_only_an_instructor_chooses_the_lab_and_the_answer_is_signed(lti):
     assert platform.deep_linked[-1]["custom"] == {"lab": "toy_bpe"}
 
 
-def test_a_launch_in_a_frame_goes_on_in_a_window_with_a_one_time_link(lti):
+def test_a_launch_in_a_frame_goes_on_in_a_window_of_the_same_browser_the_code_in_a_form_body(lti):
+    """Finding 6: the one-time code travels in a POST body (never a URL path, which the access log,
+    histories and Referer keep), and only the browser that launched can use it."""
     server, platform = lti
     browser, form = launch(platform, platform.add_link({"lab": "gpt2_bpe"}, score_maximum=10), "lms-2", target="iframe")
     page = browser.submit(form)
     assert page.status_code == 200 and "Open it in a new window" in page.text and not browser.session_cookie()
     assert "frame-ancestors *" in page.headers["content-security-policy"] and "x-frame-options" not in page.headers
-    enter = BeautifulSoup(page.text, "html.parser").find("a", id="open")["href"]
-    window = Browser()
+    opener = BeautifulSoup(page.text, "html.parser").find("form", id="open")
+    assert opener["method"] == "post" and opener["target"] == "_blank" and opener["action"] == "/lti/enter"
+    code = browser.form(page)[1]["code"]
+    assert len(code) >= 24 and page.text.count(code) == 1  # in the form's hidden field only, in no link
+    enter_cookie = [c for c in browser.set_cookies if c.startswith("autograder_lti_enter=")][-1].lower()
+    assert {"secure", "httponly", "samesite=none", "path=/lti/enter"} <= {f.strip() for f in enter_cookie.split(";")[1:]}
     sessions = "SELECT count(*) FROM web_sessions WHERE student_id = 's002' AND via = 'lti'"
     with sqlite3.connect(server.db) as db:
         before = db.execute(sessions).fetchone()[0]
-    confirm = window.go("GET", urljoin(server.url, enter))  # a link alone signs nobody in: it asks first
-    assert confirm.status_code == 200 and "Continue as" in confirm.text and "(s002)" in confirm.text
-    assert not window.session_cookie()
-    code = window.form(confirm)[1]["code"]
-    forged = Browser().go("POST", f"{server.url}/lti/enter", data={"code": code}, headers={"Origin": "https://evil.example"})
+    # another browser holding only the code: refused, and the code stays good for its own browser
+    thief = Browser().go("POST", f"{server.url}/lti/enter", data={"code": code})
+    assert thief.status_code == 403 and "not in the browser that opened" in thief.text
+    assert not any(c.startswith("autograder_session=") for c in thief.headers.get_list("set-cookie"))
+    assert Browser().go("GET", f"{server.url}/lti/enter/{'x' * 32}").status_code in (404, 405)  # no code in a path
+    forged = browser.go("POST", f"{server.url}/lti/enter", data={"code": code}, headers={"Origin": "https://evil.example"})
     assert forged.status_code == 403 and "did not come from this site" in forged.text
-    mine = window.submit(confirm)
-    assert urlsplit(str(mine.url)).path == "/me" and "Hand in a notebook" in mine.text and window.session_cookie()
+    mine = browser.submit(page)  # the new window: the same browser, its cookies
+    assert urlsplit(str(mine.url)).path == "/me" and "Hand in a notebook" in mine.text and browser.session_cookie()
     with sqlite3.connect(server.db) as db:
         assert db.execute(sessions).fetchone()[0] == before + 1
-    again = Browser().go("POST", f"{server.url}/lti/enter", data={"code": code})
+    again = browser.go("POST", f"{server.url}/lti/enter", data={"code": code})
     assert again.status_code == 403 and "already used" in again.text
-    assert Browser().go("GET", urljoin(server.url, enter)).status_code == 403
+    assert code not in server.log.read_text(encoding="utf-8")  # uvicorn's access log names every path
+
+
+def test_the_addresses_handed_to_the_lms_come_from_the_configuration_not_the_host_header(lti):
+    """Finding 5: a launch posted with another Host header still records the configured address, which
+    the LMS gradebook's feedback link is built from; the OIDC redirect and canvas.json too."""
+    server, platform = lti
+    evil = {"Host": "grader.evil.example"}
+    browser, form = launch(platform, platform.add_link({"lab": "ny_constitution"}, score_maximum=6), "lms-3")
+    action, fields = browser.form(form)
+    answer = browser.go("POST", action, data=fields, headers=dict(evil))
+    assert answer.status_code == 200 and "Hand in a notebook" in answer.text, answer.text[:300]
+    with sqlite3.connect(server.db) as db:
+        urls = {row[0] for row in db.execute("SELECT tool_url FROM lti_links WHERE student_id = 's003'")}
+    assert urls == {server.url}, urls
+    login = httpx.get(f"{server.url}/lti/login", headers=evil, params={
+        "iss": platform.registration.get_iss(), "client_id": platform.registration.get_client_id(),
+        "login_hint": "lms-3", "target_link_uri": f"{server.url}/lti/launch"})
+    assert login.status_code == 302 and "evil" not in login.headers["location"]
+    assert f"redirect_uri={quote(server.url + '/lti/launch', safe='')}" in login.headers["location"]
+    canvas = httpx.get(f"{server.url}/lti/canvas.json", headers=evil).json()
+    assert "evil" not in json.dumps(canvas) and canvas["target_link_uri"] == f"{server.url}/lti/launch"
+
+
+def test_login_initiation_writes_nothing(lti):
+    """Finding 9: anyone may start an OIDC login, signed in or not: it writes no row (the nonce is
+    signed, not stored); the launch that comes back spends it once."""
+    server, platform = lti
+    params = {"iss": platform.registration.get_iss(), "client_id": platform.registration.get_client_id(),
+              "login_hint": "lms-1", "target_link_uri": f"{server.url}/lti/launch"}
+    before = counts(server), all_state(server)
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        answers = [client.get("/lti/login", params=params) for _ in range(60)]
+    assert {answer.status_code for answer in answers} == {302}
+    assert (counts(server), all_state(server)) == before
+    # and a launch still works, once
+    browser, form = launch(platform, platform.add_link({"lab": "toy_bpe"}), "lms-1")
+    action, fields = browser.form(form)
+    assert "Hand in a notebook" in browser.go("POST", action, data=fields).text
+    replay = Browser()
+    replay.jars = {host: dict(jar) for host, jar in browser.jars.items()}
+    assert replay.go("POST", action, data=fields).status_code in (400, 403)
 
 
 def test_keys_configuration_and_the_tool_addresses(lti, tmp_path):

@@ -13,6 +13,8 @@ it to Starlette and to the service's database, and does what is the service's ow
     scores.py    the counted attempt's score posted to the LMS gradebook (AGS), retried until it
                  lands
     refusals.py  why a launch was refused, said for a person
+    nonces.py    the OIDC nonce, signed with its expiry instead of stored
+    routes.py    the routes an LMS calls (/lti/...), built on all of the above
 
-The routes are in ``autograder/service/routes/lti.py``; the guide is docs/LTI.md.
+The guide is docs/LTI.md.
 """

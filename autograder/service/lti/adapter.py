@@ -13,12 +13,15 @@ import time
 import typing as t
 
 from pylti1p3.cookie import CookieService
+from pylti1p3.exception import LtiInvalidNonceException, LtiMessageValidationException
 from pylti1p3.message_launch import MessageLaunch
 from pylti1p3.oidc_login import OIDCLogin
 from pylti1p3.redirect import Redirect
 from pylti1p3.request import Request
 from pylti1p3.service_connector import ServiceConnector
 from starlette.responses import RedirectResponse, Response
+
+from autograder.service.lti.nonces import nonce_key, nonce_ok, signed_nonce
 
 
 class StarletteRequest(Request):
@@ -93,11 +96,46 @@ class Login(OIDCLogin):
     def get_redirect(self, url: str) -> StarletteRedirect:
         return StarletteRedirect(url, self._cookie_service)
 
+    def _generate_nonce(self) -> str:
+        # signed, not stored (nonces.py): a login initiation writes nothing
+        assert self._registration is not None  # found before the nonce is made
+        return signed_nonce(nonce_key(self._registration.get_tool_private_key()))
+
 
 class Launch(MessageLaunch):
     # str | None as get_param (pylti1p3's annotation says str; its callers test for a missing one)
     def _get_request_param(self, key: str) -> str | None:  # type: ignore[override]
         return self._request.get_param(key)
+
+    def validate(self) -> Launch:
+        """pylti1p3's checks, the signature before the nonce: only a launch the platform signed
+        spends (writes) a nonce."""
+        if self._restored:
+            raise LtiMessageValidationException("A restored launch can't be validated.")
+        self._validated = True
+        try:
+            (
+                self.validate_state()
+                .validate_jwt_format()
+                .validate_registration()
+                .validate_jwt_signature()
+                .validate_nonce()
+                .validate_deployment()
+                .validate_message()
+                .save_launch_data()
+            )
+            return self
+        except Exception:
+            self._validated = False
+            raise
+
+    def validate_nonce(self) -> Launch:
+        nonce = self._get_jwt_body().get("nonce")
+        assert self._registration is not None  # validate_registration ran
+        if not nonce_ok(nonce_key(self._registration.get_tool_private_key()), str(nonce)):
+            raise LtiInvalidNonceException("Invalid Nonce.")
+        super().validate_nonce()  # spent once (storage.OnceSessions.check_nonce)
+        return self
 
 
 class Connector(ServiceConnector):

@@ -1,10 +1,11 @@
 """What an LTI sign-in keeps between its steps, in the service's database (table ``lti_state``), so
 that any web process of the service can take the next step and a restart loses nothing.
 
-pylti1p3 keeps the nonce of each OIDC login, the launches (read again when an instructor picks a lab
-or builds the roster) and which state matched which id_token. Its own check of a nonce only asks
-whether it was saved: a launch posted twice would pass twice. Here a nonce is *taken*: one
-conditional DELETE, which only one request can win, and only before the nonce expires.
+pylti1p3 keeps the launches (read again when an instructor picks a lab or builds the roster) and
+which state matched which id_token. The nonce of an OIDC login is signed, not stored (nonces.py):
+a login initiation writes nothing. A signed launch *spends* its nonce: one INSERT, which only one
+request can win; the spent nonce is kept until it would have expired, so a launch posted twice
+passes once.
 """
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from datetime import timedelta
 from pylti1p3.launch_data_storage.base import LaunchDataStorage
 from pylti1p3.session import SessionService
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 
 from autograder.service.database import Database, rowcount
+from autograder.service.lti.nonces import NONCE_SECONDS
 from autograder.service.models import LtiState
 from autograder.service.settings import now
 
-NONCE_SECONDS = 300  # from the OIDC login to the launch: the state cookie's five minutes too
 LAUNCH_SECONDS = 3600  # how long an instructor's launch page stays usable
 KEY_LENGTH = 200
 
@@ -72,6 +74,19 @@ class DatabaseStorage(LaunchDataStorage):
                 is not None
             )
 
+    def put_once(self, key: str, exp: int) -> bool:
+        """Keep ``key`` for ``exp`` seconds; False if it is already kept (one INSERT, which only
+        one request can win)."""
+        key = self._key(key)
+        try:
+            with self.db.writing() as session:
+                session.execute(delete(LtiState).where(LtiState.expires_at <= now()))
+                session.add(LtiState(key=key, value="true",
+                                     expires_at=now() + timedelta(seconds=exp)))
+            return True
+        except IntegrityError:
+            return False
+
     def take(self, key: str) -> bool:
         """Remove the key; True for the one caller that removed it before it expired."""
         key = self._key(key)
@@ -99,7 +114,8 @@ class OnceSessions(SessionService):
         pass
 
     def save_nonce(self, nonce: str) -> None:
-        self.data_storage.set_value(self._get_key("nonce", nonce), True, exp=NONCE_SECONDS)
+        pass  # signed, not stored (nonces.py): a login initiation writes nothing
 
     def check_nonce(self, nonce: str) -> bool:
-        return self.data_storage.take(self._get_key("nonce", nonce))
+        """Spend the (signed, unexpired) nonce of a signed launch: True the first time only."""
+        return self.data_storage.put_once(self._get_key("nonce", nonce), exp=NONCE_SECONDS)

@@ -1,5 +1,6 @@
 """The HTTP API, version 1: the contract for every client (the notebooks' Submit cell, the web page,
-scripts, an LMS). Documented in docs/SERVICE.md and at ``/docs`` (OpenAPI).
+scripts, an LMS). Documented in docs/SERVICE.md and at ``/openapi.json`` (every answer's body is a
+model of schemas.py).
 
     POST /api/v1/submissions        Authorization: Bearer TOKEN; multipart field "notebook" -> 202
     GET  /api/v1/submissions/{id}   the caller's submission (404 for anyone else's)
@@ -8,6 +9,8 @@ scripts, an LMS). Documented in docs/SERVICE.md and at ``/docs`` (OpenAPI).
 """
 from __future__ import annotations
 
+from typing import cast
+
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
@@ -15,9 +18,13 @@ from sqlalchemy.orm import undefer
 from starlette.datastructures import UploadFile
 
 from autograder.service import queue
-from autograder.service.auth import Principal, identify
+from autograder.service.auth import Principal
+from autograder.service.database import Database
+from autograder.service.dependencies import DB, ApiStudent, Settings, Wake
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts
+from autograder.service.schemas import Health, Queued, Status, SubmissionSummary, problems
+from autograder.service.settings import ServiceSettings
 from autograder.service.submissions import Refused, accept, describe
 from autograder.service.uploads import save_upload
 
@@ -28,6 +35,7 @@ UNAUTHORIZED = (
     "(it is in the message your instructor sent you)"
 )
 NOT_FOUND = "no submission of yours has this id"
+SIGNED = {401: "a missing or wrong token"}
 
 
 def error(
@@ -38,20 +46,14 @@ def error(
     )
 
 
-def caller(request: Request) -> Principal | None:
-    principal = identify(request, request.app.state.db, request.app.state.api_auth)
-    return principal if principal is not None and principal.student else None
-
-
-def _unauthorized() -> JSONResponse:
+def unauthorized() -> JSONResponse:
     return error(401, UNAUTHORIZED, "unauthorized", {"WWW-Authenticate": "Bearer"})
 
 
 async def receive_notebook(
-    request: Request, principal: Principal, form
+    db: Database, settings: ServiceSettings, wake, principal: Principal, form
 ) -> Submission | JSONResponse:
     """Queue the form's ``notebook`` for ``principal`` (shared by the API and the upload page)."""
-    state = request.app.state
     upload = form.get("notebook")
     if not isinstance(upload, UploadFile):
         return error(
@@ -59,10 +61,10 @@ async def receive_notebook(
             "no notebook: send the .ipynb file as the multipart form field 'notebook'",
             "no_notebook",
         )
-    path = await save_upload(upload, state.settings.max_upload_bytes)
+    path = await save_upload(upload, settings.max_upload_bytes)
     try:
         row = await run_in_threadpool(
-            accept, state.db, state.settings, principal.id, path, upload.filename or ""
+            accept, db, settings, principal.id, path, upload.filename or ""
         )
     except Refused as refused:
         return error(
@@ -70,7 +72,7 @@ async def receive_notebook(
         )
     finally:
         path.unlink(missing_ok=True)
-    state.wake()
+    wake()
     return row
 
 
@@ -78,41 +80,51 @@ async def receive_notebook(
     "/api/v1/submissions",
     status_code=202,
     summary="Hand in a notebook",
-    responses={
-        401: {"description": "a missing or wrong token"},
-        413: {"description": "an upload over the cap"},
-        422: {"description": "not a notebook of a lab (status: the command line's status word)"},
-        429: {
-            "description": "rate-limited, or a submission of this lab still waiting (Retry-After)"
-        },
+    response_model=Queued,
+    responses=problems(
+        401,
+        403,
+        _413="an upload over the cap",
+        _422="not a notebook of a lab (status: the command line's status word)",
+        _429="rate-limited, or a submission of this lab still waiting (Retry-After)",
+    ),
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "multipart/form-data": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["notebook"],
+                        "properties": {"notebook": {"type": "string", "format": "binary"}},
+                    }
+                }
+            },
+        }
     },
 )
-async def submit(request: Request):
-    principal = await run_in_threadpool(caller, request)
-    if principal is None:
-        return _unauthorized()
+async def submit(request: Request, principal: ApiStudent, db: DB, settings: Settings, wake: Wake):
     async with request.form(max_files=1, max_fields=10) as form:
-        row = await receive_notebook(request, principal, form)
+        row = await receive_notebook(db, settings, wake, principal, form)
     if isinstance(row, JSONResponse):
         return row
-    with request.app.state.db.reading() as session:
-        return JSONResponse(
-            {
-                "id": row.id,
-                "status": row.status,
-                "lab": row.lab,
-                "position": queue.position(session, row),
-                "late": row.late,
-                "url": str(request.url_for("student_submission", submission_id=row.id)),
-            },
-            status_code=202,
+    with db.reading() as session:
+        return Queued(
+            id=row.id,
+            status=cast(Status, row.status),
+            lab=row.lab,
+            position=queue.position(session, row),
+            late=row.late,
+            url=f"{settings.public_url}/me/submissions/{row.id}"
+            if settings.public_url
+            else str(request.url_for("student_submission", submission_id=row.id)),
         )
 
 
-def _own(request: Request, principal: Principal, submission_id: str):
-    if not submission_id.isdigit() or len(submission_id) > 18:
+def _own(db: Database, principal: Principal, submission_id: str) -> dict | None:
+    if not (submission_id.isascii() and submission_id.isdigit()) or len(submission_id) > 18:
         return None
-    with request.app.state.db.reading() as session:
+    with db.reading() as session:
         row = session.get(Submission, int(submission_id), options=[undefer(Submission.result)])
         if row is None or row.student_id != principal.id:
             return None
@@ -122,40 +134,44 @@ def _own(request: Request, principal: Principal, submission_id: str):
 @router.get(
     "/api/v1/submissions/{submission_id}",
     summary="One of your submissions: its status, then its result",
+    response_model=SubmissionSummary,
+    responses=problems(401, _404=NOT_FOUND),
 )
-def submission(request: Request, submission_id: str):
-    principal = caller(request)
-    if principal is None:
-        return _unauthorized()
-    data = _own(request, principal, submission_id)
-    return JSONResponse(data) if data is not None else error(404, NOT_FOUND, "not_found")
+def submission(submission_id: str, principal: ApiStudent, db: DB):
+    data = _own(db, principal, submission_id)
+    return data if data is not None else error(404, NOT_FOUND, "not_found")
 
 
-@router.get("/api/v1/submissions", summary="Your submissions, newest first")
-def submissions(request: Request):
-    principal = caller(request)
-    if principal is None:
-        return _unauthorized()
-    with request.app.state.db.reading() as session:
-        return JSONResponse(
-            [
-                describe(session, row, feedback=False)
-                for row in attempts(session, student_id=principal.id)
-            ]
-        )
+@router.get(
+    "/api/v1/submissions",
+    summary="Your submissions, newest first",
+    response_model=list[SubmissionSummary],
+    responses=problems(401),
+)
+def submissions(principal: ApiStudent, db: DB):
+    with db.reading() as session:
+        return [
+            describe(session, row, feedback=False)
+            for row in attempts(session, student_id=principal.id)
+        ]
 
 
-@router.get("/health", summary="200 once the service can grade")
-def health(request: Request):
-    with request.app.state.db.reading() as session:
+@router.get(
+    "/health",
+    summary="200 once the service can grade",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "not ready to grade yet"}},
+)
+def health(db: DB, settings: Settings):
+    with db.reading() as session:
         graders = queue.graders_ready(session)
         waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
     workers = sum(g.workers for g in graders)
-    data = {
-        "status": "ok" if workers else "no workers" if graders else "starting",
-        "graders": workers,
-        "workers": workers,  # that can grade now: a Dask cluster's that passed the check
-        "queue": waiting,
-        "max_upload_bytes": request.app.state.settings.max_upload_bytes,
-    }
-    return JSONResponse(data, status_code=200 if workers else 503)
+    data = Health(
+        status="ok" if workers else "no workers" if graders else "starting",
+        graders=workers,
+        workers=workers,
+        queue=waiting,
+        max_upload_bytes=settings.max_upload_bytes,
+    )
+    return JSONResponse(data.model_dump(), status_code=200 if workers else 503)

@@ -20,7 +20,9 @@ from autograder.labs import all_labs
 from autograder.report import class_report, feedback_html
 from autograder.service import queue, tokens
 from autograder.service.auth import SESSION_COOKIE, csrf_ok, set_cookie, start_session
-from autograder.service.models import INSTRUCTOR, Student, Submission
+from autograder.service.database import Database
+from autograder.service.dependencies import DB, Limits, Scratch, Settings, Staff, Wake
+from autograder.service.models import INSTRUCTOR, PENDING, Student, Submission
 from autograder.service.results import (
     attempts,
     counted_attempts,
@@ -30,16 +32,18 @@ from autograder.service.results import (
     write_gradebook,
     write_grades_csv,
 )
-from autograder.service.routes.pages import feedback_page, render, see_other, signed_in, signin_form
-from autograder.service.routes.student import FORGED
+from autograder.service.routes.pages import (
+    FORGED,
+    address,
+    feedback_page,
+    render,
+    see_other,
+    signin_form,
+    too_many,
+)
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
 REFRESH = 10
-
-
-def _staff(request: Request):
-    principal = signed_in(request)
-    return principal if principal is not None and not principal.student else None
 
 
 @router.get("/signin")
@@ -54,25 +58,27 @@ def _text_field(form, name: str) -> str | None:
 
 
 @router.post("/signin")
-async def sign_in(request: Request):
+async def sign_in(request: Request, db: DB, settings: Settings, limits: Limits):
     form = await request.form(max_files=0, max_fields=5)
     if not csrf_ok(request, form.get("csrf"), None):
         return signin_form(request, "dashboard_signin.html", 403, message=FORGED)
-    db = request.app.state.db
+    name, where = str(form.get("username") or ""), address(request)
+    wait = limits.wait(account=name, address=where)
+    if wait:
+        return too_many(request, "dashboard_signin.html", wait)
 
     def check():
         with db.reading() as session:
-            account = tokens.account_of(
-                session, str(form.get("username") or ""), str(form.get("password") or "")
-            )
+            account = tokens.account_of(session, name, str(form.get("password") or ""))
             return account.username if account else None
 
     username = await run_in_threadpool(check)
     if username is None:
+        limits.failed(account=name, address=where)
         return signin_form(
             request, "dashboard_signin.html", 401, message="Wrong user name or password."
         )
-    hours = request.app.state.settings.session_hours
+    hours = settings.session_hours
     value = await run_in_threadpool(start_session, db, "password", hours, None, username)
     response = see_other("/dashboard")
     set_cookie(response, SESSION_COOKIE, value, max_age=int(hours * 3600))
@@ -85,9 +91,9 @@ def _duration(seconds) -> str:
     return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
-def _counted(request: Request, session) -> list:
+def _counted(session, counted: str) -> list:
     """The counted attempts' results (the class report's input)."""
-    chosen = counted_attempts(attempts(session), request.app.state.settings.counted)
+    chosen = counted_attempts(attempts(session), counted)
     return [grade_result(chosen[key]) for key in sorted(chosen)]
 
 
@@ -98,20 +104,16 @@ def _figure_key(results) -> str:
 
 
 @router.get("")
-def dashboard(request: Request):
-    principal = _staff(request)
-    if principal is None:
-        return see_other("/dashboard/signin")
-    settings = request.app.state.settings
-    with request.app.state.db.reading() as session:
-        results = _counted(request, session)
+def dashboard(request: Request, principal: Staff, db: DB, settings: Settings, live: bool = False):
+    with db.reading() as session:
+        results = _counted(session, settings.counted)
         counts = queue.stats(session)
         recent = grading_seconds(session)
         waited = waits(session)
         slots = sum(grader.workers for grader in queue.graders_ready(session))
         students = session.query(Student).filter(Student.on_roster.is_(True)).count()
         lms = None
-        if request.app.state.lti is not None:  # LTI 1.3: the LMS gradebook's posts (docs/LTI.md)
+        if settings.lti_config is not None:  # LTI 1.3: the LMS gradebook's posts (docs/LTI.md)
             from autograder.service.lti.scores import status
 
             lms = status(session)
@@ -160,21 +162,21 @@ def dashboard(request: Request):
         labs=labs,
         stats=stats,
         students=students,
-        refresh=REFRESH,
+        refresh=REFRESH if live else None,  # only when asked for (WCAG 2.2.1)
+        every=REFRESH,
         lms=lms,
         counted=settings.counted,
         figure=_figure_key(results) if any(r.graded for r in results) else None,
     )
 
 
-def _report(request: Request, name: str) -> Path | None:
+def _report(db: Database, scratch: Path, counted: str, name: str) -> Path | None:
     """The class report (``scores.png``, ``class_report.md``) of the counted attempts, drawn once
     per set of results."""
-    with request.app.state.db.reading() as session:
-        results = [r for r in _counted(request, session) if r is not None]
+    with db.reading() as session:
+        results = [r for r in _counted(session, counted) if r is not None]
     if not results:
         return None
-    scratch = request.app.state.scratch
     folder = scratch / f"report-{_figure_key(results)}"
     if not (folder / name).exists():
         folder.mkdir(exist_ok=True)
@@ -186,32 +188,25 @@ def _report(request: Request, name: str) -> Path | None:
 
 
 @router.get("/scores.png")
-async def scores(request: Request):
-    if await run_in_threadpool(_staff, request) is None:
-        return see_other("/dashboard/signin")
-    path = await run_in_threadpool(_report, request, "scores.png")
+def scores(_staff: Staff, db: DB, settings: Settings, scratch: Scratch):
+    path = _report(db, scratch, settings.counted, "scores.png")
     return FileResponse(path, media_type="image/png") if path else Response(status_code=404)
 
 
 @router.get("/class_report.md")
-async def report_text(request: Request):
-    if await run_in_threadpool(_staff, request) is None:
-        return see_other("/dashboard/signin")
-    path = await run_in_threadpool(_report, request, "class_report.md")
+def report_text(_staff: Staff, db: DB, settings: Settings, scratch: Scratch):
+    path = _report(db, scratch, settings.counted, "class_report.md")
     if path is None:
         return Response("No graded submission yet.\n", media_type="text/plain; charset=utf-8")
     return Response(path.read_text(encoding="utf-8"), media_type="text/markdown; charset=utf-8")
 
 
 @router.get("/students")
-def students(request: Request):
-    principal = _staff(request)
-    if principal is None:
-        return see_other("/dashboard/signin")
-    with request.app.state.db.reading() as session:
+def students(request: Request, principal: Staff, db: DB, settings: Settings):
+    with db.reading() as session:
         rows = attempts(session, with_results=False)
         people = list(session.scalars(select(Student).order_by(Student.student_id)))
-    chosen = counted_attempts(rows, request.app.state.settings.counted)
+    chosen = counted_attempts(rows, settings.counted)
     tried: dict[str, int] = {}
     for row in rows:
         tried[row.student_id] = tried.get(row.student_id, 0) + 1
@@ -231,17 +226,14 @@ def students(request: Request):
 
 
 @router.get("/students/{student_id}")
-def student(request: Request, student_id: str):
-    principal = _staff(request)
-    if principal is None:
-        return see_other("/dashboard/signin")
-    with request.app.state.db.reading() as session:
+def student(request: Request, student_id: str, principal: Staff, db: DB, settings: Settings):
+    with db.reading() as session:
         person = session.get(Student, student_id)
         rows = attempts(session, student_id=student_id, with_results=False)
     if person is None:
         return render(request, "base.html", 404, principal, message="No such student.")
     counted_ids = {
-        row.id for row in counted_attempts(rows, request.app.state.settings.counted).values()
+        row.id for row in counted_attempts(rows, settings.counted).values()
     }
     return render(
         request,
@@ -255,11 +247,10 @@ def student(request: Request, student_id: str):
 
 
 @router.get("/submissions/{submission_id}")
-def submission(request: Request, submission_id: int):
-    principal = _staff(request)
-    if principal is None:
-        return see_other("/dashboard/signin")
-    with request.app.state.db.reading() as session:
+def submission(
+    request: Request, submission_id: int, principal: Staff, db: DB, paused: bool = False
+):
+    with db.reading() as session:
         row = session.get(Submission, submission_id)
         position = queue.position(session, row) if row is not None else 0
     if row is None:
@@ -274,17 +265,14 @@ def submission(request: Request, submission_id: int):
         staff=True,
         back=f"/dashboard/students/{row.student_id}",
         back_text=row.student_id,
-        refresh=2 if row.status in ("queued", "grading") else None,
+        refresh=2 if row.status in PENDING and not paused else None,
         feedback_url=f"/dashboard/submissions/{row.id}/feedback",
     )
 
 
 @router.get("/submissions/{submission_id}/feedback")
-def submission_feedback(request: Request, submission_id: int):
-    principal = _staff(request)
-    if principal is None:
-        return see_other("/dashboard/signin")
-    with request.app.state.db.reading() as session:
+def submission_feedback(request: Request, submission_id: int, principal: Staff, db: DB):
+    with db.reading() as session:
         row = session.get(Submission, submission_id, options=[undefer(Submission.result)])
         result = grade_result(row) if row is not None else None
     if result is None:
@@ -293,10 +281,7 @@ def submission_feedback(request: Request, submission_id: int):
 
 
 @router.post("/regrade")
-async def regrade(request: Request):
-    principal = await run_in_threadpool(_staff, request)
-    if principal is None:
-        return see_other("/dashboard/signin")
+async def regrade(request: Request, principal: Staff, db: DB, wake: Wake):
     form = await request.form(max_files=0, max_fields=5)
     if not csrf_ok(request, form.get("csrf"), principal):
         return render(request, "base.html", 403, principal, message=FORGED)
@@ -311,15 +296,15 @@ async def regrade(request: Request):
         return render(
             request, "base.html", 422, principal, message="Say which student or lab to re-grade."
         )
-    await run_in_threadpool(queue.regrade, request.app.state.db, student_id, lab)
-    request.app.state.wake()
+    await run_in_threadpool(queue.regrade, db, student_id, lab)
+    wake()
     return see_other(f"/dashboard/students/{student_id}" if student_id else "/dashboard")
 
 
-def _download(request: Request, name: str):
-    with request.app.state.db.reading() as session:
-        results = _counted(request, session)
-    folder = Path(tempfile.mkdtemp(prefix="download-", dir=request.app.state.scratch))
+def _download(db: Database, scratch: Path, counted: str, name: str):
+    with db.reading() as session:
+        results = _counted(session, counted)
+    folder = Path(tempfile.mkdtemp(prefix="download-", dir=scratch))
     path = (write_grades_csv if name == "grades.csv" else write_gradebook)(results, folder / name)
     return path, folder
 
@@ -329,10 +314,8 @@ def _remove(folder: Path) -> None:
 
 
 @router.get("/grades.csv")
-async def grades_csv(request: Request):
-    if await run_in_threadpool(_staff, request) is None:
-        return see_other("/dashboard/signin")
-    path, folder = await run_in_threadpool(_download, request, "grades.csv")
+def grades_csv(_staff: Staff, db: DB, settings: Settings, scratch: Scratch):
+    path, folder = _download(db, scratch, settings.counted, "grades.csv")
     return FileResponse(
         path,
         media_type="text/csv; charset=utf-8",
@@ -342,9 +325,7 @@ async def grades_csv(request: Request):
 
 
 @router.get("/gradebook.db")
-async def gradebook(request: Request):
-    if await run_in_threadpool(_staff, request) is None:
-        return see_other("/dashboard/signin")
-    path, folder = await run_in_threadpool(_download, request, "gradebook.db")
+def gradebook(_staff: Staff, db: DB, settings: Settings, scratch: Scratch):
+    path, folder = _download(db, scratch, settings.counted, "gradebook.db")
     return FileResponse(path, media_type="application/vnd.sqlite3", filename="gradebook.db",
                         background=BackgroundTask(_remove, folder))

@@ -1,16 +1,22 @@
-"""What the pages share: the signed-in principal, rendering a template, the feedback document."""
+"""What the pages share: rendering a template, a sign-in form, the feedback document."""
 from __future__ import annotations
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from autograder.course import current
-from autograder.service.app import FEEDBACK_POLICY
-from autograder.service.auth import CSRF_COOKIE, Principal, anonymous_csrf, identify, set_cookie
+from autograder.service.auth import CSRF_COOKIE, Principal, anonymous_csrf, set_cookie
+from autograder.service.dependencies import templates
 
-
-def signed_in(request: Request) -> Principal | None:
-    return identify(request, request.app.state.db, request.app.state.web_auth)
+# Pages run no script at all; the feedback page is shown sandboxed, as a document of its own origin.
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' "
+    "data:; frame-src 'self'; frame-ancestors 'self'; form-action 'self'; base-uri 'none'; "
+    "object-src 'none'"
+)
+FEEDBACK_POLICY = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'self'; sandbox"
+FORGED = ("this form did not come from this site's own page (or it is too old): reload the page "
+          "and try again")
 
 
 def render(
@@ -20,7 +26,7 @@ def render(
     principal: Principal | None = None,
     **context,
 ) -> HTMLResponse:
-    page = request.app.state.templates.get_template(template).render(
+    page = templates(request).get_template(template).render(
         course=current().name, principal=principal, **context
     )
     return HTMLResponse(page, status_code=status)
@@ -31,6 +37,23 @@ def signin_form(request: Request, template: str, status: int = 200, **context) -
     csrf = anonymous_csrf(request)
     response = render(request, template, status, csrf=csrf, **context)
     set_cookie(response, CSRF_COOKIE, csrf, max_age=3600, same_site="strict")
+    return response
+
+
+def address(request: Request) -> str | None:
+    """The caller's address (the client's, as a proxy of --forwarded-allow-ips says it)."""
+    return request.client.host if request.client else None
+
+
+def too_many(request: Request, template: str, wait: int) -> HTMLResponse:
+    """A sign-in form refused for too many failed attempts (signin_limits.py)."""
+    response = signin_form(
+        request,
+        template,
+        429,
+        message=f"Too many failed sign-ins from here or for this account: try again in {wait} s.",
+    )
+    response.headers["Retry-After"] = str(wait)
     return response
 
 

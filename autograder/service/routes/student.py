@@ -2,6 +2,8 @@
 same feedback page the command line writes, and the history of attempts with their scores."""
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
@@ -9,32 +11,49 @@ from sqlalchemy.orm import undefer
 
 from autograder.report import feedback_html
 from autograder.service import queue, tokens
-from autograder.service.auth import SESSION_COOKIE, csrf_ok, end_session, set_cookie, start_session
+from autograder.service.auth import (
+    SESSION_COOKIE,
+    Principal,
+    csrf_ok,
+    end_session,
+    set_cookie,
+    start_session,
+)
+from autograder.service.database import Database
+from autograder.service.dependencies import DB, Limits, Settings, Visitor, Wake, WebStudent
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts, counted_attempts, grade_result
 from autograder.service.routes.api import receive_notebook
-from autograder.service.routes.pages import feedback_page, render, see_other, signed_in, signin_form
+from autograder.service.routes.pages import (
+    FORGED,
+    address,
+    feedback_page,
+    render,
+    see_other,
+    signin_form,
+    too_many,
+)
+from autograder.service.settings import ServiceSettings
 
 router = APIRouter(include_in_schema=False)
-FORGED = ("this form did not come from this site's own page (or it is too old): reload the page "
-          "and try again")
 
 
 @router.get("/")
-def home(request: Request):
-    principal = signed_in(request)
+def home(request: Request, principal: Visitor):
     if principal is not None:
         return see_other("/me" if principal.student else "/dashboard")
     return signin_form(request, "signin.html")
 
 
 @router.post("/signin")
-async def sign_in(request: Request):
+async def sign_in(request: Request, db: DB, settings: Settings, limits: Limits):
     form = await request.form(max_files=0, max_fields=5)
     if not csrf_ok(request, form.get("csrf"), None):
         return signin_form(request, "signin.html", 403, message=FORGED)
-    token = str(form.get("token") or "").strip()
-    db = request.app.state.db
+    token, where = str(form.get("token") or "").strip(), address(request)
+    wait = limits.wait(address=where)
+    if wait:
+        return too_many(request, "signin.html", wait)
 
     def check():
         with db.reading() as session:
@@ -43,6 +62,7 @@ async def sign_in(request: Request):
 
     student_id = await run_in_threadpool(check)
     if student_id is None:
+        limits.failed(address=where)
         return signin_form(
             request,
             "signin.html",
@@ -50,39 +70,32 @@ async def sign_in(request: Request):
             message="This token was not accepted: copy it again from your instructor's message (it "
                     "is case-sensitive).",
         )
-    value = await run_in_threadpool(
-        start_session, db, "token", request.app.state.settings.session_hours, student_id
-    )
+    value = await run_in_threadpool(start_session, db, "token", settings.session_hours, student_id)
     response = see_other("/me")
-    set_cookie(
-        response,
-        SESSION_COOKIE,
-        value,
-        max_age=int(request.app.state.settings.session_hours * 3600),
-    )
+    set_cookie(response, SESSION_COOKIE, value, max_age=int(settings.session_hours * 3600))
     return response
 
 
 @router.post("/signout")
-async def sign_out(request: Request):
+async def sign_out(request: Request, principal: Visitor, db: DB):
     form = await request.form(max_files=0, max_fields=5)
-    principal = await run_in_threadpool(signed_in, request)
     if principal is None or not csrf_ok(request, form.get("csrf"), principal):
         return see_other("/")
-    await run_in_threadpool(end_session, request.app.state.db, request.cookies.get(SESSION_COOKIE))
+    await run_in_threadpool(end_session, db, request.cookies.get(SESSION_COOKIE))
     response = see_other("/")
     response.delete_cookie(SESSION_COOKIE, path="/", secure=True, httponly=True, samesite="lax")
     return response
 
 
-def _student(request: Request):
-    principal = signed_in(request)
-    return principal if principal is not None and principal.student else None
-
-
-def _my_page(request: Request, principal, status: int = 200, message: str | None = None):
-    settings = request.app.state.settings
-    with request.app.state.db.reading() as session:
+def _my_page(
+    request: Request,
+    db: Database,
+    settings: ServiceSettings,
+    principal: Principal,
+    status: int = 200,
+    message: str | None = None,
+):
+    with db.reading() as session:
         rows = attempts(session, student_id=principal.id, with_results=False)
     counted_ids = {row.id for row in counted_attempts(rows, settings.counted).values()}
     rate = (
@@ -105,36 +118,32 @@ def _my_page(request: Request, principal, status: int = 200, message: str | None
 
 
 @router.get("/me")
-def my_submissions(request: Request):
-    principal = _student(request)
-    if principal is None:
-        return see_other("/")
-    return _my_page(request, principal)
+def my_submissions(request: Request, principal: WebStudent, db: DB, settings: Settings):
+    return _my_page(request, db, settings, principal)
 
 
 @router.post("/me/submissions")
-async def upload(request: Request):
-    principal = await run_in_threadpool(_student, request)
-    if principal is None:
-        return see_other("/")
+async def upload(
+    request: Request, principal: WebStudent, db: DB, settings: Settings, wake: Wake
+):
     async with request.form(max_files=1, max_fields=10) as form:
         if not csrf_ok(request, form.get("csrf"), principal):
-            return await run_in_threadpool(_my_page, request, principal, 403, FORGED)
-        row = await receive_notebook(request, principal, form)
+            return await run_in_threadpool(
+                _my_page, request, db, settings, principal, 403, FORGED
+            )
+        row = await receive_notebook(db, settings, wake, principal, form)
     if isinstance(row, JSONResponse):
-        import json
-
         answer = json.loads(bytes(row.body))
         return await run_in_threadpool(
-            _my_page, request, principal, row.status_code, answer["detail"]
+            _my_page, request, db, settings, principal, row.status_code, answer["detail"]
         )
     return see_other(f"/me/submissions/{row.id}")
 
 
-def _mine(request: Request, principal, submission_id: str, with_result: bool = False):
-    if not submission_id.isdigit() or len(submission_id) > 18:
+def _mine(db: Database, principal: Principal, submission_id: str, with_result: bool = False):
+    if not (submission_id.isascii() and submission_id.isdigit()) or len(submission_id) > 18:
         return None, 0
-    with request.app.state.db.reading() as session:
+    with db.reading() as session:
         options = [undefer(Submission.result)] if with_result else []
         row = session.get(Submission, int(submission_id), options=options)
         if row is None or row.student_id != principal.id:
@@ -143,11 +152,10 @@ def _mine(request: Request, principal, submission_id: str, with_result: bool = F
 
 
 @router.get("/me/submissions/{submission_id}", name="student_submission")
-def my_submission(request: Request, submission_id: str):
-    principal = _student(request)
-    if principal is None:
-        return see_other("/")
-    row, position = _mine(request, principal, submission_id)
+def my_submission(
+    request: Request, submission_id: str, principal: WebStudent, db: DB, paused: bool = False
+):
+    row, position = _mine(db, principal, submission_id)
     if row is None:
         return render(
             request, "base.html", 404, principal, message="No submission of yours has this number."
@@ -161,20 +169,16 @@ def my_submission(request: Request, submission_id: str):
         position=position,
         back="/me",
         back_text="your submissions",
-        refresh=2 if row.status in PENDING else None,
+        refresh=2 if row.status in PENDING and not paused else None,  # stoppable (WCAG 2.2.1)
         feedback_url=f"/me/submissions/{row.id}/feedback",
     )
 
 
 @router.get("/me/submissions/{submission_id}/feedback")
-def my_feedback(request: Request, submission_id: str):
-    principal = _student(request)
-    row, _ = (
-        _mine(request, principal, submission_id, with_result=True)
-        if principal is not None
-        else (None, 0)
-    )
+def my_feedback(request: Request, submission_id: str, principal: Visitor, db: DB):
+    student = principal if principal is not None and principal.student else None
+    row, _ = _mine(db, student, submission_id, with_result=True) if student else (None, 0)
     result = grade_result(row) if row is not None else None
     if result is None:
-        return render(request, "base.html", 404, principal, message="No feedback here (yet).")
+        return render(request, "base.html", 404, student, message="No feedback here (yet).")
     return feedback_page(feedback_html(result))

@@ -7,8 +7,9 @@
                                 deep-linking request gets the lab chooser
     POST     /lti/deep-link     the lab the instructor chose, sent back to the LMS signed
     POST     /lti/roster        the roster built from the LMS course's members (NRPS)
-    GET|POST /lti/enter         a launch shown in a frame goes on in a window of its own (a
-                                one-time code, confirmed)
+    POST     /lti/enter         a launch shown in a frame goes on in a window of its own (a
+                                one-time code in the form's body, good only in the browser
+                                that launched: a cookie set with the code)
     GET      /lti/jwks          the tool's public keys
     GET      /lti/canvas.json   the tool's LTI 1.3 configuration as Canvas pastes it
 
@@ -18,6 +19,7 @@ session, no gradebook link, no roster change, and its sign-in state deleted.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import logging
 import secrets
 from typing import Any, cast
@@ -28,6 +30,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
 from pylti1p3.deep_link_resource import DeepLinkResource
 from pylti1p3.lineitem import LineItem
+from pylti1p3.tool_config import ToolConfDict
 
 from autograder.labs import all_labs
 from autograder.service.auth import SESSION_COOKIE, same_origin, set_cookie, start_session
@@ -43,14 +46,17 @@ from autograder.service.lti.identity import (
 from autograder.service.lti.refusals import ASK, Refused, refusal
 from autograder.service.lti.scores import record_link
 from autograder.service.lti.storage import DatabaseStorage, OnceSessions
-from autograder.service.models import Student
+from autograder.service.database import Database
+from autograder.service.dependencies import DB, LtiTool, Settings
 from autograder.service.routes.pages import render, see_other
+from autograder.service.settings import ServiceSettings
 
 router = APIRouter(prefix="/lti", include_in_schema=False)
 log = logging.getLogger("autograder.service.lti")
 PRESENTATION = "https://purl.imsglobal.org/spec/lti/claim/launch_presentation"
 CONTEXT = "https://purl.imsglobal.org/spec/lti/claim/context"
 ENTER_SECONDS = 120
+ENTER_COOKIE = "autograder_lti_enter"  # the launching browser's half of a framed launch's code
 AGAIN_FROM_LMS = "Go back to the LMS and open the assignment again."
 # The LMS shows these pages in a frame of its own (Canvas does, always for deep linking). Framing is
 # harmless here: every one of them answers a signed launch (or a form of that answer) and nothing
@@ -90,10 +96,16 @@ def _refused(
     return _page(request, "lti_refused.html", status, what=what, todo=todo)
 
 
-def _tools(request: Request):
-    """(the registrations, a launch-state store, its session service)."""
-    storage = DatabaseStorage(request.app.state.db)
-    return request.app.state.lti, storage, OnceSessions(storage)
+def _tools(db: Database):
+    """(a launch-state store, its session service)."""
+    storage = DatabaseStorage(db)
+    return storage, OnceSessions(storage)
+
+
+def public(settings: ServiceSettings, path: str) -> str:
+    """The tool's address for ``path``, from its configuration (serve --public-url), never from a
+    request's Host header: the LMS keeps these links and shows them to others."""
+    return f"{settings.public_url}{path}"
 
 
 def _labs() -> dict[str, tuple[str, float]]:
@@ -146,16 +158,16 @@ def _claims(launch_data) -> dict[str, Any]:
 
 
 @router.get("/jwks")
-def jwks(request: Request):
-    return JSONResponse(request.app.state.lti.get_jwks(), headers={"Cache-Control": "max-age=300"})
+def jwks(tool: LtiTool):
+    return JSONResponse(tool.get_jwks(), headers={"Cache-Control": "max-age=300"})
 
 
 @router.get("/canvas.json")
-def canvas_configuration(request: Request):
+def canvas_configuration(settings: Settings):
     """What Canvas's developer key takes as 'Paste JSON' (docs/LTI.md)."""
     from autograder.course import current
 
-    base = str(request.base_url).rstrip("/")
+    base = public(settings, "")
     launch = f"{base}/lti/launch"
     return JSONResponse(
         {
@@ -191,21 +203,21 @@ def canvas_configuration(request: Request):
 
 
 @router.api_route("/login", methods=["GET", "POST"])
-async def login(request: Request):
+async def login(request: Request, settings: Settings, config: LtiTool, db: DB):
     form = await request.form(max_files=0, max_fields=20) if request.method == "POST" else None
-    config, _storage, sessions = _tools(request)
+    _storage, sessions = _tools(db)
     adapted = StarletteRequest(request, form)
     oidc = Login(adapted, config, session_service=sessions, cookie_service=Cookies(adapted))
     try:
-        return await run_in_threadpool(oidc.redirect, str(request.url_for("lti_launch")))
+        return await run_in_threadpool(oidc.redirect, public(settings, "/lti/launch"))
     except Exception as error:
         return _refused(request, *refusal(error), error=error)
 
 
 @router.post("/launch", name="lti_launch")
-async def launch(request: Request):
+async def launch(request: Request, settings: Settings, db: DB, config: LtiTool):
     form = await request.form(max_files=0, max_fields=20)
-    config, storage, sessions = _tools(request)
+    storage, sessions = _tools(db)
     adapted = StarletteRequest(request, form)
     message = Launch(
         adapted,
@@ -234,10 +246,12 @@ async def launch(request: Request):
             raise Refused("This kind of LTI message is not one this service takes.", ASK, 400)
         lab = _lab(str((claims.get(CUSTOM) or {}).get("lab") or "").strip())
         if _staff(message):
-            return await run_in_threadpool(_instructor_page, request, message, claims, lab)
+            return await run_in_threadpool(
+                _instructor_page, request, settings, message, claims, lab
+            )
         if not message.check_student_access():
             raise Refused("Your role in this LMS course is neither student nor instructor.", ASK)
-        answer = await run_in_threadpool(_student_launch, request, claims, lab)
+        answer = await run_in_threadpool(_student_launch, request, db, settings, claims, lab)
         # not needed again: not kept
         await run_in_threadpool(_forget, storage, message, adapted.get_param("state"))
         return answer
@@ -246,9 +260,10 @@ async def launch(request: Request):
         return _refused(request, refused.what, refused.todo, refused.status)
 
 
-def _student_launch(request: Request, claims: dict, lab: str):
-    state = request.app.state
-    way = state.settings.lti_identity
+def _student_launch(
+    request: Request, db: Database, settings: ServiceSettings, claims: dict, lab: str
+):
+    way = settings.lti_identity
     value = launch_identity(claims, way)
     if not value:
         raise Refused(
@@ -256,7 +271,7 @@ def _student_launch(request: Request, claims: dict, lab: str):
             "class roster.",
             "Your instructor lets the LMS share it with this tool (docs/LTI.md). " + ASK,
         )
-    with state.db.reading() as session:
+    with db.reading() as session:
         student = find_student(session, value, way)
         student_id, name = (student.student_id, student.name) if student is not None else (None, "")
     if student_id is None:
@@ -264,73 +279,84 @@ def _student_launch(request: Request, claims: dict, lab: str):
             f"You ({value[:100]}) are not on this course's roster of the grading service.",
             "Your instructor adds you to the roster (or builds it from the LMS course). " + ASK,
         )
-    record_link(state.db, student_id, lab, claims, str(request.base_url))
+    record_link(db, student_id, lab, claims, public(settings, ""))
     if (claims.get(PRESENTATION) or {}).get("document_target") == "iframe":
         # A frame of the LMS's page cannot keep this site's sign-in cookie (third-party cookies): a
-        # window of its own can.
-        code = secrets.token_urlsafe(24)
-        DatabaseStorage(state.db).set_value(_enter_key(code), student_id, exp=ENTER_SECONDS)
-        return _page(
+        # window of its own can. The page's form opens it, the one-time code in its body (never in
+        # a URL, which logs and histories keep), and the code works only beside the cookie set
+        # here: in the browser that launched.
+        code, browser = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        DatabaseStorage(db).set_value(
+            _enter_key(code), {"student": student_id, "browser": _digest(browser)},
+            exp=ENTER_SECONDS,
+        )
+        page = _page(
             request, "lti_open.html", name=name or student_id, title=_labs()[lab][0], code=code
         )
-    return _signed_in(request, student_id)
+        page.set_cookie(ENTER_COOKIE, browser, max_age=ENTER_SECONDS, path="/lti/enter",
+                        secure=True, httponly=True, samesite="none")
+        return page
+    return _signed_in(db, settings, student_id)
 
 
-def _signed_in(request: Request, student_id: str):
-    hours = request.app.state.settings.session_hours
-    value = start_session(request.app.state.db, "lti", hours, student_id=student_id)
+def _signed_in(db: Database, settings: ServiceSettings, student_id: str):
+    hours = settings.session_hours
+    value = start_session(db, "lti", hours, student_id=student_id)
     response = see_other("/me")
     set_cookie(response, SESSION_COOKIE, value, max_age=int(hours * 3600))
+    response.delete_cookie(ENTER_COOKIE, path="/lti/enter", secure=True, httponly=True,
+                           samesite="none")
     return response
 
 
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
 def _enter_key(code: str) -> str:
-    return "enter-" + hashlib.sha256(code.encode()).hexdigest()
-
-
-@router.get("/enter/{code}")
-def enter_page(request: Request, code: str):
-    """Whom the link signs in, to be confirmed: a link alone never signs a browser in (someone
-    else's link, sent to you, would sign you in as them)."""
-    student_id = (
-        DatabaseStorage(request.app.state.db).get_value(_enter_key(code))
-        if len(code) < 100
-        else None
-    )
-    if not student_id:
-        return _refused(
-            request, "This link was already used, or it is more than 2 minutes old.", AGAIN_FROM_LMS
-        )
-    with request.app.state.db.reading() as session:
-        student = session.get(Student, student_id)
-    return _page(
-        request,
-        "lti_enter.html",
-        code=code,
-        name=student.name if student else "",
-        student_id=student_id,
-    )
+    return "enter-" + _digest(code)
 
 
 @router.post("/enter")
-async def enter(request: Request):
+async def enter(request: Request, db: DB, settings: Settings):
+    """The window a framed launch opens: its code (the form's body) and the launching browser's
+    cookie sign the student in, once, within 2 minutes."""
     form = await request.form(max_files=0, max_fields=5)
     code = str(form.get("code") or "")
-    storage = DatabaseStorage(request.app.state.db)
+    browser = request.cookies.get(ENTER_COOKIE, "")
+    storage = DatabaseStorage(db)
     if not same_origin(request) or len(code) >= 100:
         return _refused(
             request, "This form did not come from this site's own page.", AGAIN_FROM_LMS
         )
-    student_id = await run_in_threadpool(storage.get_value, _enter_key(code))
-    if not student_id or not await run_in_threadpool(storage.take, _enter_key(code)):
+    entry = await run_in_threadpool(storage.get_value, _enter_key(code))
+    if not isinstance(entry, dict):
         return _refused(
             request, "This link was already used, or it is more than 2 minutes old.", AGAIN_FROM_LMS
         )
-    return await run_in_threadpool(_signed_in, request, student_id)
+    if not browser or not hmac.compare_digest(_digest(browser), str(entry.get("browser"))):
+        return _refused(
+            request,
+            "This window is not in the browser that opened the assignment in the LMS (or that "
+            "browser keeps this site's cookies apart from the LMS's page).",
+            "Open the assignment in the LMS again, in this browser; if this page comes back, ask "
+            "your instructor to set the tool to open in a new tab (docs/LTI.md).",
+        )
+    if not await run_in_threadpool(storage.take, _enter_key(code)):
+        return _refused(
+            request, "This link was already used, or it is more than 2 minutes old.", AGAIN_FROM_LMS
+        )
+    return await run_in_threadpool(_signed_in, db, settings, str(entry["student"]))
 
 
 def _instructor_page(
-    request: Request, message: Launch, claims: dict, lab: str, status: int = 200, note: str = ""
+    request: Request,
+    settings: ServiceSettings,
+    message: Launch,
+    claims: dict,
+    lab: str,
+    status: int = 200,
+    note: str = "",
 ):
     title, points = _labs()[lab]
     return _page(
@@ -345,14 +371,14 @@ def _instructor_page(
         nrps=message.has_nrps(),
         ags=bool(claims.get("https://purl.imsglobal.org/spec/lti-ags/claim/endpoint")),
         course_title=(claims.get(CONTEXT) or {}).get("title", ""),
-        identity=CLAIM_NAMES[request.app.state.settings.lti_identity],
+        identity=CLAIM_NAMES[settings.lti_identity],
     )
 
 
-def _restored(request: Request, form) -> Launch:
+def _restored(request: Request, form, config: ToolConfDict, db: Database) -> Launch:
     """The instructor's launch that this form belongs to (its id is the form's proof: only that page
     has it)."""
-    config, _storage, sessions = _tools(request)
+    _storage, sessions = _tools(db)
     launch_id = str(form.get("launch_id") or "")
     if (
         not same_origin(request)
@@ -385,10 +411,10 @@ def _restored(request: Request, form) -> Launch:
 
 
 @router.post("/deep-link")
-async def deep_link(request: Request):
+async def deep_link(request: Request, settings: Settings, db: DB, config: LtiTool):
     form = await request.form(max_files=0, max_fields=10)
     try:
-        message = await run_in_threadpool(_restored, request, form)
+        message = await run_in_threadpool(_restored, request, form, config, db)
         if not message.is_deep_link_launch():
             raise Refused(
                 "This page was not opened to choose a lab.",
@@ -406,14 +432,14 @@ async def deep_link(request: Request):
         .set_label(title)
         .set_score_maximum(points)
     )
-    resource = (DeepLinkResource().set_url(str(request.url_for("lti_launch"))).set_title(title)
+    resource = (DeepLinkResource().set_url(public(settings, "/lti/launch")).set_title(title)
                 .set_custom_params({"lab": lab}).set_lineitem(lineitem))
     deep_link = message.get_deep_link()
     signed = await run_in_threadpool(deep_link.get_response_jwt, [resource])
     # pylti1p3 keeps the request's settings there
     return_url = deep_link._deep_link_settings["deep_link_return_url"]
     # one answer per request
-    await run_in_threadpool(DatabaseStorage(request.app.state.db).take, message.get_launch_id())
+    await run_in_threadpool(DatabaseStorage(db).take, message.get_launch_id())
     origin = "{0.scheme}://{0.netloc}".format(urlsplit(return_url))
     nonce = secrets.token_urlsafe(16)
     policy = (
@@ -432,12 +458,11 @@ async def deep_link(request: Request):
 
 
 @router.post("/roster")
-async def roster(request: Request):
+async def roster(request: Request, settings: Settings, db: DB, config: LtiTool):
     form = await request.form(max_files=0, max_fields=10)
-    state = request.app.state
 
     def build(message: Launch) -> str:
-        way = state.settings.lti_identity
+        way = settings.lti_identity
         if way == "custom":
             raise Refused(
                 "The LMS's course members carry no custom parameter: with --lti-identity custom, "
@@ -447,7 +472,7 @@ async def roster(request: Request):
             )
         members = message.get_nrps().get_members()
         rows = [row for row in (roster_row(member, way) for member in members) if row is not None]
-        with state.db.writing() as session:
+        with db.writing() as session:
             added, updated = merge_roster(session, rows, way)
         return (
             f"The roster now has the LMS course's {len(rows)} active learner(s): {added} added, "
@@ -455,7 +480,7 @@ async def roster(request: Request):
         )
 
     try:
-        message = await run_in_threadpool(_restored, request, form)
+        message = await run_in_threadpool(_restored, request, form, config, db)
         if not message.has_nrps():
             raise Refused(
                 "This LMS did not offer its course's members (Names and Role Provisioning "
@@ -476,5 +501,6 @@ async def roster(request: Request):
         )
     claims = _claims(message.get_launch_data())
     lab = str((claims.get(CUSTOM) or {}).get("lab") or "")
-    return _instructor_page(request, message, claims, lab, note=note) if lab in _labs() else \
-        _page(request, "lti_refused.html", 200, what=note, todo="")
+    if lab not in _labs():
+        return _page(request, "lti_refused.html", 200, what=note, todo="")
+    return _instructor_page(request, settings, message, claims, lab, note=note)
