@@ -70,8 +70,10 @@ class SubmissionSummary(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "starting"]
+    status: Literal["ok", "starting", "no workers"]
     graders: int = Field(description="grading slots ready")
+    workers: int = Field(0, description="workers that can grade now (a Dask cluster's that passed "
+                         "the check); 0: 503")
     queue: int = Field(description="submissions waiting or being graded")
     max_upload_bytes: int
 

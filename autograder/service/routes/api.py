@@ -166,10 +166,12 @@ def health(db: DB, settings: Settings):
     with db.reading() as session:
         graders = queue.graders_ready(session)
         waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
+    workers = sum(g.workers for g in graders)
     data = Health(
-        status="ok" if graders else "starting",
-        graders=sum(g.workers for g in graders),
+        status="ok" if workers else "no workers" if graders else "starting",
+        graders=workers,
+        workers=workers,
         queue=waiting,
         max_upload_bytes=settings.max_upload_bytes,
     )
-    return JSONResponse(data.model_dump(), status_code=200 if graders else 503)
+    return JSONResponse(data.model_dump(), status_code=200 if workers else 503)
