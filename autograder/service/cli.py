@@ -15,6 +15,16 @@ class Stop(Exception):
     """A mistake of the user's: one line, exit code 2."""
 
 
+def database_url(args) -> str:
+    """The database's URL from ``--db`` and ``--db-password-file`` (never a password in argv)."""
+    from autograder.service.database import url_with_password
+
+    try:
+        return url_with_password(args.db, getattr(args, "db_password_file", None))
+    except ValueError as error:
+        raise Stop(str(error)) from None
+
+
 def _database(url: str):
     from autograder.service.database import Database, shown_url
 
@@ -95,7 +105,7 @@ def settings_from(args):
     return ServiceSettings(
         lti_config=lti_config,
         lti_identity=args.lti_identity,
-        db_url=args.db,
+        db_url=database_url(args),
         roster=Path(args.roster) if args.roster else None,
         host=args.host,
         port=args.port,
@@ -106,6 +116,7 @@ def settings_from(args):
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
         rate_limit=rate,
         rate_window=window,
+        grading_budget=args.grading_budget * 60,
         deadlines=deadlines,
         counted=args.counted,
         workers=args.workers,
@@ -150,6 +161,7 @@ def _serve(args) -> int:
         f"{address}/dashboard  (instructors and TAs; API reference: {address}/docs)\n  database:  "
         f"{shown_url(settings.db_url)}; {roster}\n  grading:   {graders}; "
         f"{settings.rate_limit or 'no'} submissions per lab per {settings.rate_window / 3600:g} h; "
+        f"{_minutes(settings.grading_budget)} of grading per student per hour; "
         f"the {settings.counted} attempt counts; uploads up to "
         f"{settings.max_upload_bytes / 1024 / 1024:g} MB\n"
         + (_lti_lines(settings, address) if settings.lti_config else "")
@@ -172,6 +184,10 @@ def _serve(args) -> int:
         server_header=False,
     )
     return 0
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds else "no limit"
 
 
 def _lti_lines(settings, address: str) -> str:
@@ -210,7 +226,7 @@ def _tokens(args) -> int:
     from autograder.service import tokens
     from autograder.service.models import Student
 
-    db = _database(args.db)
+    db = _database(database_url(args))
     try:
         if args.roster:
             listed, added = _roster(db, args.roster)
@@ -280,7 +296,7 @@ def _accounts(args) -> int:
     from autograder.service import tokens
     from autograder.service.models import Account
 
-    db = _database(args.db)
+    db = _database(database_url(args))
     try:
         if args.action == "add":
             password, show = _read_password(args)
@@ -312,6 +328,9 @@ def _accounts(args) -> int:
 
 def _guarded(command):
     def run(args) -> int:
+        from autograder.service.private import owner_only
+
+        owner_only()  # the database, its WAL, tokens, keys: owner-only files in owner-only folders
         try:
             return command(args)
         except Stop as stop:
@@ -336,8 +355,9 @@ def add_commands(commands, course) -> None:
         "--db",
         default=DEFAULT_DB,
         help=f"the database: an SQLite file (default {DEFAULT_DB}) or a "
-        "PostgreSQL URL (postgresql://user:password@host/name)",
+        "PostgreSQL URL without its password (postgresql://user@host/name)",
     )
+    _password_argument(serve)
     serve.add_argument(
         "--roster",
         help="roster CSV (grade --roster's format: student_id, and name, email...): who may submit",
@@ -389,6 +409,14 @@ def add_commands(commands, course) -> None:
         "--rate",
         default="10/hour",
         help="submissions per student per lab: N/WINDOW (default 10/hour; 0: no limit)",
+    )
+    serve.add_argument(
+        "--grading-budget",
+        type=float,
+        default=20,
+        metavar="MINUTES",
+        help="minutes of grading a student's notebooks may use per hour (default 20; 0: no "
+             "limit); past it, their next submission waits (HTTP 429)",
     )
     serve.add_argument(
         "--deadline",
@@ -448,6 +476,7 @@ def add_commands(commands, course) -> None:
     issue.add_argument(
         "--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})"
     )
+    _password_argument(issue)
     issue.add_argument(
         "--out",
         help="CSV to write the new tokens to (student_id,token; owner-only; never overwritten)",
@@ -475,6 +504,7 @@ def add_commands(commands, course) -> None:
     accounts.add_argument(
         "--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})"
     )
+    _password_argument(accounts)
     secret = accounts.add_mutually_exclusive_group()
     secret.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
@@ -483,6 +513,16 @@ def add_commands(commands, course) -> None:
         "--random-password", action="store_true", help="make up a password and print it"
     )
     accounts.set_defaults(run=_guarded(_accounts_checked))
+
+
+def _password_argument(parser) -> None:
+    parser.add_argument(
+        "--db-password-file",
+        type=Path,
+        metavar="FILE",
+        help="PostgreSQL: a file (owner-only) whose first line is the database password; or use "
+             "~/.pgpass or $PGPASSFILE. Never put the password in --db: the command line is public",
+    )
 
 
 def _accounts_checked(args) -> int:

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import cast
 
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
 
+from autograder import tempdirs
 from autograder.deadline import hard_seconds, out_of_time_row
 from autograder.result import GRADER_ERROR, GradeResult
 from autograder.service import queue
@@ -38,6 +40,9 @@ log = logging.getLogger("autograder.service.grader")
 COURSE_CHANGED_EXIT = 3  # the web process restarts a grading process that exits so, at once
 HEARTBEAT_SECONDS = 2.0
 ORPHANS_SECONDS = 10.0
+# the database unreachable (restarted, the network): the grading process waits for it; its jobs
+# go on
+DATABASE_DOWN = (OperationalError, InterfaceError)
 
 
 @dataclass
@@ -208,6 +213,24 @@ class DaskRunner:
         return jobs
 
 
+def _record(db: Database, grader_id: str, event: Event) -> None:
+    """Write one event's outcome: the job's result, or its loss."""
+    if event.result is not None:
+        kept = queue.finish(db, grader_id, event.job.id, event.result)
+        log.info(
+            "submission %s: %s in %.1f s%s",
+            event.job.id,
+            event.result.status,
+            event.result.seconds,
+            "" if kept else " (not kept: no longer claimed by this process)",
+        )
+    elif event.lost is not None:  # (an event is a result or a loss)
+        outcome = queue.lost(db, grader_id, event.job, event.lost)
+        log.warning(
+            "submission %s: grading process lost (%s): %s", event.job.id, event.lost, outcome
+        )
+
+
 def _drain(connection) -> None:
     try:
         while connection.poll():
@@ -240,63 +263,66 @@ def run(settings: ServiceSettings, wake=None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
     signal.signal(signal.SIGINT, lambda signum, _frame: stopping.append(signum))
     code, held = 0, []  # held: jobs claimed and not yet handed to a grading process or finished
+    unsaved: list[Event] = []  # results and losses the database has not taken yet (it is down)
     try:
         guard = CourseGuard(course_files())
+        tempdirs.sweep()  # what a killed server left: its kernels' folders and cgroups
+        tempdirs.sweep_cgroups()
         for job_id, outcome in queue.recover_orphans(db):
             log.info("submission %s: its grading process is gone: %s", job_id, outcome)
         queue.heartbeat(db, grader_id, ready=True)
         log.info("grading process %s ready: %d %s slot(s)", grader_id[:8], runner.size, runner.kind)
         beat = orphans = time.monotonic()
+        outage: float | None = None  # since when the database has been unreachable
         while not stopping:
-            moment = time.monotonic()
-            if moment - beat >= HEARTBEAT_SECONDS:
-                queue.heartbeat(db, grader_id)
-                beat = moment
-            if moment - orphans >= ORPHANS_SECONDS:
-                queue.recover_orphans(db)
-                orphans = moment
-            while runner.free() > 0 and not stopping:
-                job = queue.claim(db, grader_id)
-                if job is None:
-                    break
-                held = [job]
-                # the course as it was at the start, or this process gives way to a fresh one
-                guard.check()
-                pid = runner.start(job, grading)
+            # the jobs in flight go on grading whatever the database does
+            unsaved += runner.wait(settings.poll_seconds if outage is None else 1.0, wake)
+            try:
+                held = [event.job for event in unsaved if event.result is not None]
+                if held:
+                    guard.check()  # before anything of these results is kept
+                while unsaved:
+                    _record(db, grader_id, unsaved[0])
+                    unsaved.pop(0)
                 held = []
-                queue.set_worker(db, job.id, pid)
-                log.info("submission %s: grading (claim %d)", job.id, job.claims)
-            events = runner.wait(settings.poll_seconds, wake)
-            held = [event.job for event in events if event.result is not None]
-            if held:
-                guard.check()  # before anything of these results is kept
-            for event in events:
-                if event.result is not None:
-                    kept = queue.finish(db, grader_id, event.job.id, event.result)
-                    log.info(
-                        "submission %s: %s in %.1f s%s",
-                        event.job.id,
-                        event.result.status,
-                        event.result.seconds,
-                        "" if kept else " (not kept: no longer claimed by this process)",
-                    )
-                elif event.lost is not None:  # (an event is a result or a loss)
-                    outcome = queue.lost(db, grader_id, event.job, event.lost)
-                    log.warning(
-                        "submission %s: grading process lost (%s): %s",
-                        event.job.id,
-                        event.lost,
-                        outcome,
-                    )
-            held = []
+                moment = time.monotonic()
+                if moment - beat >= HEARTBEAT_SECONDS or outage is not None:
+                    queue.heartbeat(db, grader_id)
+                    beat = moment
+                if moment - orphans >= ORPHANS_SECONDS:
+                    queue.recover_orphans(db)
+                    orphans = moment
+                while runner.free() > 0 and not stopping:
+                    job = queue.claim(db, grader_id)
+                    if job is None:
+                        break
+                    held = [job]
+                    # the course as it was at the start, or this process gives way to a fresh one
+                    guard.check()
+                    pid = runner.start(job, grading)
+                    held = []
+                    queue.set_worker(db, job.id, pid)
+                    log.info("submission %s: grading (claim %d)", job.id, job.claims)
+                if outage is not None:
+                    log.warning("the database is back after %.0f s", time.monotonic() - outage)
+                    outage = None
+            except DATABASE_DOWN as error:
+                held = []  # a claim that failed was not made; one made is graded (its worker runs)
+                if outage is None:
+                    outage = time.monotonic()
+                    log.warning("the database is unreachable (%s): the jobs in flight go on, "
+                                "their results wait", str(error).splitlines()[0][:200])
         log.info("grading process %s stopping", grader_id[:8])
     except CourseChanged as changed:
         log.warning("%s: a fresh grading process takes over", str(changed)[:300])
         code = COURSE_CHANGED_EXIT
     finally:
-        for job in held + runner.close():
-            queue.give_back(db, grader_id, job.id)
-        queue.stopped(db, grader_id)
+        try:
+            for job in held + runner.close():
+                queue.give_back(db, grader_id, job.id)
+            queue.stopped(db, grader_id)
+        except DATABASE_DOWN:  # its jobs are orphans: the next grading process gives them back
+            log.warning("the database is unreachable: this process's jobs wait for the next one")
         db.close()
     return code
 

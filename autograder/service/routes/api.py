@@ -11,14 +11,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import undefer
 from starlette.datastructures import UploadFile
 
 from autograder.service import queue
+from autograder.service.admission import Busy
 from autograder.service.auth import Principal, identify
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts
-from autograder.service.submissions import Refused, accept, describe
+from autograder.service.submissions import Refused, accept, describe, window_text
 from autograder.service.uploads import save_upload
 
 router = APIRouter()
@@ -59,17 +61,45 @@ async def receive_notebook(
             "no notebook: send the .ipynb file as the multipart form field 'notebook'",
             "no_notebook",
         )
-    path = await save_upload(upload, state.settings.max_upload_bytes)
-    try:
-        row = await run_in_threadpool(
-            accept, state.db, state.settings, principal.id, path, upload.filename or ""
-        )
-    except Refused as refused:
+    admission = state.admission
+    over = admission.over_rate(principal.id)
+    if over is not None:  # before a byte of the file is read
+        count, allowed, retry = over
         return error(
-            refused.status_code, refused.detail, refused.word, refused.headers, **refused.extra
+            429,
+            f"{count} of your uploads were refused in the last "
+            f"{window_text(state.settings.rate_window)}, the most allowed: you "
+            f"can submit again at {allowed:%Y-%m-%d %H:%M:%S} UTC (in {retry} s)",
+            "rate_limited",
+            {"Retry-After": str(retry)},
+            retry_after=retry,
+            next_allowed_at=allowed.isoformat() + "Z",
         )
-    finally:
-        path.unlink(missing_ok=True)
+    try:
+        async with admission.turn(principal.id, upload.size or 0):
+            path = await save_upload(upload, state.settings.max_upload_bytes)
+            try:
+                row = await run_in_threadpool(
+                    accept, state.db, state.settings, principal.id, path, upload.filename or "",
+                    admission.refused_times(principal.id),
+                )
+            except Refused as refused:
+                if refused.word != "rate_limited":  # it cost a parse: it counts against the rate
+                    admission.refused(principal.id)
+                return error(
+                    refused.status_code, refused.detail, refused.word, refused.headers,
+                    **refused.extra,
+                )
+            finally:
+                path.unlink(missing_ok=True)
+    except Busy:
+        return error(
+            429,
+            "your previous upload is still being checked: wait for its answer, then submit again",
+            "busy",
+            {"Retry-After": "2"},
+            retry_after=2,
+        )
     state.wake()
     return row
 
@@ -147,11 +177,17 @@ def submissions(request: Request):
 
 @router.get("/health", summary="200 once the service can grade")
 def health(request: Request):
-    with request.app.state.db.reading() as session:
-        graders = queue.graders_ready(session)
-        waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
+    try:
+        with request.app.state.db.reading() as session:
+            graders = queue.graders_ready(session)
+            waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
+    except (OperationalError, InterfaceError):
+        return JSONResponse({"status": "database_unavailable", "database": "unreachable",
+                             "grading": "unknown"}, status_code=503)
     data = {
         "status": "ok" if graders else "starting",
+        "database": "ok",
+        "grading": "ok" if graders else "starting",
         "graders": sum(g.workers for g in graders),
         "queue": waiting,
         "max_upload_bytes": request.app.state.settings.max_upload_bytes,

@@ -13,6 +13,7 @@ from autograder.service.auth import SESSION_COOKIE, csrf_ok, end_session, set_co
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts, counted_attempts, grade_result
 from autograder.service.routes.api import receive_notebook
+from autograder.service.submissions import grading_used
 from autograder.service.routes.pages import feedback_page, render, see_other, signed_in, signin_form
 
 router = APIRouter(include_in_schema=False)
@@ -84,6 +85,7 @@ def _my_page(request: Request, principal, status: int = 200, message: str | None
     settings = request.app.state.settings
     with request.app.state.db.reading() as session:
         rows = attempts(session, student_id=principal.id, with_results=False)
+        used = grading_used(session, principal.id)
     counted_ids = {row.id for row in counted_attempts(rows, settings.counted).values()}
     rate = (
         f"{settings.rate_limit} submissions per {settings.rate_window / 3600:g} hour(s)"
@@ -99,6 +101,7 @@ def _my_page(request: Request, principal, status: int = 200, message: str | None
         counted_ids=counted_ids,
         message=message,
         rate=rate,
+        budget=(used / 60, settings.grading_budget / 60) if settings.grading_budget else None,
         counted=settings.counted,
         deadlines=sorted(settings.deadlines.items()),
     )
