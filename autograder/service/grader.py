@@ -335,6 +335,10 @@ def main(settings: ServiceSettings, wake=None) -> None:
         isolation.die_with_parent(signal.SIGKILL)
     if os.getppid() == 1:
         os._exit(0)
+    # The web process runs with umask 077 (its files are owner-only); the kernels' folders this
+    # process makes must stay reachable by the kernels' own uid, or the boundary falls back to the
+    # fence. The database's -wal and -shm take the database file's mode whatever the umask.
+    os.umask(0o022)
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s grader %(levelname)s %(message)s"
     )

@@ -116,16 +116,8 @@ def over_budget(session, settings: ServiceSettings, student_id: str) -> tuple[fl
     return used, max(1, math.ceil(retry))
 
 
-def accept(
-    db: Database,
-    settings: ServiceSettings,
-    student_id: str,
-    path: Path,
-    file_name: str,
-    refused: Sequence[datetime] = (),
-) -> Submission:
-    """Queue the notebook at ``path`` for ``student_id``, or raise :class:`Refused`. ``refused``:
-    when the student's uploads were refused in the rate's window (they count against it)."""
+def budget_check(db: Database, settings: ServiceSettings, student_id: str) -> None:
+    """Raise :class:`Refused` if the student has used their grading time for the hour."""
     with db.reading() as session:
         spent = over_budget(session, settings, student_id)
     if spent is not None:
@@ -139,6 +131,19 @@ def accept(
             {"Retry-After": str(retry)},
             {"retry_after": retry},
         )
+
+
+def accept(
+    db: Database,
+    settings: ServiceSettings,
+    student_id: str,
+    path: Path,
+    file_name: str,
+    refused: Sequence[datetime] = (),
+) -> Submission:
+    """Queue the notebook at ``path`` for ``student_id``, or raise :class:`Refused`. ``refused``:
+    when the student's uploads were refused in the rate's window (they count against it)."""
+    budget_check(db, settings, student_id)
     _, too_costly = read_capped(path)
     if too_costly is not None:
         raise Refused(422, f"this file cannot be graded: {too_costly}", "not_a_notebook")

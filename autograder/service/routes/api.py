@@ -20,7 +20,7 @@ from autograder.service.admission import Busy
 from autograder.service.auth import Principal, identify
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts
-from autograder.service.submissions import Refused, accept, describe, window_text
+from autograder.service.submissions import Refused, accept, budget_check, describe, window_text
 from autograder.service.uploads import save_upload
 
 router = APIRouter()
@@ -49,6 +49,41 @@ def _unauthorized() -> JSONResponse:
     return error(401, UNAUTHORIZED, "unauthorized", {"WWW-Authenticate": "Bearer"})
 
 
+def _refusal(request: Request, principal: Principal) -> JSONResponse | None:
+    state = request.app.state
+    over = state.admission.over_rate(principal.id)
+    if over is not None:
+        count, allowed, retry = over
+        return error(
+            429,
+            f"{count} of your uploads were refused in the last "
+            f"{window_text(state.settings.rate_window)}, the most allowed: you "
+            f"can submit again at {allowed:%Y-%m-%d %H:%M:%S} UTC (in {retry} s)",
+            "rate_limited",
+            {"Retry-After": str(retry)},
+            retry_after=retry,
+            next_allowed_at=allowed.isoformat() + "Z",
+        )
+    try:
+        budget_check(state.db, state.settings, principal.id)
+    except Refused as refused:
+        return error(
+            refused.status_code, refused.detail, refused.word, refused.headers, **refused.extra
+        )
+    return None
+
+
+async def refused_before_reading(request: Request, principal: Principal) -> JSONResponse | None:
+    """The answer to an upload refused before a byte of its body is parsed (the student's refused
+    uploads are at the rate, or their grading time for the hour is used), else None. The body is
+    drained unparsed, so that the client reads the answer."""
+    refusal = await run_in_threadpool(_refusal, request, principal)
+    if refusal is not None:
+        async for _ in request.stream():
+            pass
+    return refusal
+
+
 async def receive_notebook(
     request: Request, principal: Principal, form
 ) -> Submission | JSONResponse:
@@ -62,19 +97,6 @@ async def receive_notebook(
             "no_notebook",
         )
     admission = state.admission
-    over = admission.over_rate(principal.id)
-    if over is not None:  # before a byte of the file is read
-        count, allowed, retry = over
-        return error(
-            429,
-            f"{count} of your uploads were refused in the last "
-            f"{window_text(state.settings.rate_window)}, the most allowed: you "
-            f"can submit again at {allowed:%Y-%m-%d %H:%M:%S} UTC (in {retry} s)",
-            "rate_limited",
-            {"Retry-After": str(retry)},
-            retry_after=retry,
-            next_allowed_at=allowed.isoformat() + "Z",
-        )
     try:
         async with admission.turn(principal.id, upload.size or 0):
             path = await save_upload(upload, state.settings.max_upload_bytes)
@@ -121,6 +143,9 @@ async def submit(request: Request):
     principal = await run_in_threadpool(caller, request)
     if principal is None:
         return _unauthorized()
+    refused = await refused_before_reading(request, principal)
+    if refused is not None:
+        return refused
     async with request.form(max_files=1, max_fields=10) as form:
         row = await receive_notebook(request, principal, form)
     if isinstance(row, JSONResponse):

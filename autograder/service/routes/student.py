@@ -2,6 +2,8 @@
 same feedback page the command line writes, and the history of attempts with their scores."""
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
@@ -12,7 +14,7 @@ from autograder.service import queue, tokens
 from autograder.service.auth import SESSION_COOKIE, csrf_ok, end_session, set_cookie, start_session
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts, counted_attempts, grade_result
-from autograder.service.routes.api import receive_notebook
+from autograder.service.routes.api import receive_notebook, refused_before_reading
 from autograder.service.submissions import grading_used
 from autograder.service.routes.pages import feedback_page, render, see_other, signed_in, signin_form
 
@@ -120,13 +122,15 @@ async def upload(request: Request):
     principal = await run_in_threadpool(_student, request)
     if principal is None:
         return see_other("/")
+    refused = await refused_before_reading(request, principal)
+    if refused is not None:
+        detail = json.loads(bytes(refused.body))["detail"]
+        return await run_in_threadpool(_my_page, request, principal, refused.status_code, detail)
     async with request.form(max_files=1, max_fields=10) as form:
         if not csrf_ok(request, form.get("csrf"), principal):
             return await run_in_threadpool(_my_page, request, principal, 403, FORGED)
         row = await receive_notebook(request, principal, form)
     if isinstance(row, JSONResponse):
-        import json
-
         answer = json.loads(bytes(row.body))
         return await run_in_threadpool(
             _my_page, request, principal, row.status_code, answer["detail"]
