@@ -36,7 +36,13 @@ from autograder.folder import (
 )
 from autograder.guard import CourseChanged, CourseGuard, course_files
 from autograder import tempdirs
-from autograder.deadline import grade_within_time, hard_seconds, lost_row, out_of_time_row
+from autograder.deadline import (
+    FileJob,
+    file_lost,
+    file_out_of_time,
+    grade_within_time,
+    hard_seconds,
+)
 from autograder.grade import Settings, error_result, grade_file
 from autograder.kernel import isolation_status
 from autograder.identity import Identity, Roster
@@ -53,7 +59,7 @@ from autograder.result import (
     GradeResult,
 )
 from autograder.resume import load_key, signed, trusted
-from autograder.workers import WorkerPool
+from autograder.workers import Job, WorkerPool
 
 __all__ = [
     "grade_folder",
@@ -190,9 +196,13 @@ def plan(
 def _run_local(jobs, settings: Settings, workers: int):
     """``workers`` grading processes (``--workers 0``: one, as ``--workers 1``), each file ended
     from outside when its time is up (deadline.py)."""
-    pool = WorkerPool(grade_file, workers, on_lost=lost_row, budget=hard_seconds(settings),
-                      memory_bytes=settings.worker_memory_bytes, on_timeout=out_of_time_row)
-    for _, result in pool.run([(path, student, settings) for path, student in jobs]):
+    pool = WorkerPool(grade_file, workers, on_lost=file_lost, budget=hard_seconds(settings),
+                      memory_bytes=settings.worker_memory_bytes, on_timeout=file_out_of_time)
+    files = [
+        Job(index, FileJob(Path(path), student, settings), name=Path(path).name)
+        for index, (path, student) in enumerate(jobs)
+    ]
+    for _, result in pool.run(files):
         yield result
 
 

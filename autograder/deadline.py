@@ -13,11 +13,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 from autograder.grade import Settings, error_result, grade_file
 from autograder.result import OUT_OF_TIME, WORKER_LOST, GradeResult
+from autograder.workers import Job, run_watched
 
 GRACE_SECONDS = 10.0
+
+
+class FileJob(NamedTuple):
+    """What a grading process grades: ``grade_file``'s arguments, named."""
+
+    path: Path
+    student: str
+    settings: Settings
 
 
 def hard_seconds(settings: Settings) -> float:
@@ -30,11 +40,12 @@ def hard_seconds(settings: Settings) -> float:
     )
 
 
-def out_of_time_row(args: tuple, seconds: float) -> GradeResult:
-    path, student = args[0], args[1]
-    settings: Settings = args[2]
+def out_of_time_row(
+    file: str | Path, student: str, settings: Settings, seconds: float
+) -> GradeResult:
+    """The row of a file whose grading process was still at work after ``seconds``: ended."""
     row = error_result(
-        Path(path),
+        Path(file),
         student,
         OUT_OF_TIME,
         f"grading this file did not end within its time limit (--notebook-timeout "
@@ -43,26 +54,48 @@ def out_of_time_row(args: tuple, seconds: float) -> GradeResult:
     return replace(row, seconds=round(seconds, 3))
 
 
-def lost_row(args: tuple, reason: str) -> GradeResult:
-    path, student = args[0], args[1]
+def lost_row(file: str | Path, student: str, reason: str) -> GradeResult:
+    """The row of a file whose grading process was lost (twice, for a batch)."""
     return error_result(
-        Path(path), student, WORKER_LOST, f"grading this file stopped its grader: {reason}"
+        Path(file), student, WORKER_LOST, f"grading this file stopped its grader: {reason}"
     )
 
 
-def grade_within_time(path: Path, student_id: str, settings: Settings = Settings()) -> GradeResult:
-    """``grade_file`` in a grading process of this thread's own (kept from file to file), ended if
-    the file's time is up: what a Dask worker and Gradescope's runner run."""
+def file_out_of_time(job: Job[FileJob], seconds: float) -> GradeResult:
+    """A :class:`~autograder.workers.WorkerPool`'s ``on_timeout`` for :class:`FileJob` s."""
+    return out_of_time_row(job.args.path, job.args.student, job.args.settings, seconds)
+
+
+def file_lost(job: Job[FileJob], reason: str) -> GradeResult:
+    """A :class:`~autograder.workers.WorkerPool`'s ``on_lost`` for :class:`FileJob` s."""
+    return lost_row(job.args.path, job.args.student, reason)
+
+
+def run_within_time(
+    function: Callable[..., GradeResult],
+    job: Job,
+    file: str | Path,
+    student: str,
+    settings: Settings,
+) -> GradeResult:
+    """``function(*job.args)`` (the grading of ``file``) in a grading process of this thread's own
+    (kept from file to file), ended if the file's time is up: the one deadline wrapper, what a Dask
+    worker and Gradescope's runner run."""
     from autograder.kernel import isolation_status
-    from autograder.workers import run_watched
 
     # probed here once, before the grading process is forked: it inherits the answer
     isolation_status()
     return run_watched(
-        grade_file,
-        (path, student_id, settings),
+        function,
+        job,
         hard_seconds(settings),
-        on_lost=lost_row,
-        on_timeout=out_of_time_row,
+        on_lost=lambda _job, reason: lost_row(file, student, reason),
+        on_timeout=lambda _job, seconds: out_of_time_row(file, student, settings, seconds),
         memory_bytes=settings.worker_memory_bytes,
     )
+
+
+def grade_within_time(path: Path, student_id: str, settings: Settings = Settings()) -> GradeResult:
+    """``grade_file`` within the file's time (:func:`run_within_time`)."""
+    job = Job(0, FileJob(Path(path), student_id, settings), name=Path(path).name)
+    return run_within_time(grade_file, job, path, student_id, settings)

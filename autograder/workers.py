@@ -12,6 +12,11 @@ the temporary folder is swept (``tempdirs.py``).
 Every grader runs its files this way, so that ``--notebook-timeout`` holds from outside the work:
 ``--workers N`` with N workers, ``--workers 0`` and Gradescope's runner with one, and each Dask
 worker with one of its own (:func:`run_watched`), kept from file to file.
+
+The front door: a :class:`Job` (its id, its arguments, its attempt), and :class:`WorkerPool`'s
+``run`` (a batch: the pool retries and makes the rows), or ``submit`` / ``wait`` / ``close`` (a
+caller with a queue of its own, the service's grading process: the pool reports each job's
+:class:`Event`). Nothing outside this module touches a worker.
 """
 from __future__ import annotations
 
@@ -22,18 +27,64 @@ import signal
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import Enum
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Callable, Iterator, cast
+from typing import Callable, Generic, Iterable, Iterator, TypeVar, cast
 
 import psutil
 
 from autograder import isolation, tempdirs
 
+A = TypeVar("A", bound=tuple)  # a job's arguments: a tuple, or a NamedTuple that names them
+
+
+@dataclass(frozen=True)
+class Job(Generic[A]):
+    """One call a worker makes: ``function(*args)``. ``attempt`` counts from 1 (a job whose worker
+    was lost is tried once more, as attempt 2); ``name`` is what the log calls it (the file)."""
+
+    id: int
+    args: A
+    attempt: int = 1
+    name: str = ""
+
+    def again(self) -> Job[A]:
+        """The same job, tried once more in a fresh worker."""
+        return replace(self, attempt=self.attempt + 1)
+
+
+class Outcome(Enum):
+    """How a job ended (an :class:`Event`)."""
+
+    DONE = "done"  # the function returned: ``result``
+    FAILED = "failed"  # the function raised, or its result could not be sent back: ``reason``
+    LOST = "lost"  # its worker died or stayed stopped: ``reason`` (the job may be tried again)
+    TIMED_OUT = "timed out"  # its worker was still busy when the job's time was up: ended
+
+
+@dataclass(frozen=True)
+class Event:
+    """What :meth:`WorkerPool.wait` reports of one job."""
+
+    job: Job
+    outcome: Outcome
+    result: object = None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """What a worker sends back for a job."""
+
+    job_id: int
+    result: object = None
+    failure: str | None = None
+
 
 def _serve(connection, function: Callable, memory_bytes: int, siblings: list) -> None:
-    """A worker's life: set its own memory limit, then grade whatever the parent sends."""
+    """A worker's life: set its own memory limit, then run whatever job the parent sends."""
     # the parent's ends of the other workers' pipes, inherited by fork: without
     for other in siblings:
         other.close()       # closing them, a sibling would never see end-of-file if the parent died
@@ -58,17 +109,16 @@ def _serve(connection, function: Callable, memory_bytes: int, siblings: list) ->
             return
         if job is None:
             return
-        job_id, args = job
-        answer: tuple[object, object, str | None]
+        answer: _Answer
         try:
-            answer = (job_id, function(*args), None)
+            answer = _Answer(job.id, function(*job.args))
         except BaseException as error:  # the function guards itself; this is the last line
-            answer = (job_id, None, f"{type(error).__name__}: {str(error)[:300]}")
+            answer = _Answer(job.id, failure=f"{type(error).__name__}: {str(error)[:300]}")
         try:
             connection.send(answer)
         except Exception as error:  # an unpicklable or oversized result
             connection.send(
-                (job_id, None, f"the result could not be sent ({type(error).__name__})")
+                _Answer(job.id, failure=f"the result could not be sent ({type(error).__name__})")
             )
 
 
@@ -83,7 +133,7 @@ DESCENDANTS_SECONDS = 1.0
 class _Worker:
     process: BaseProcess
     connection: Connection
-    job: tuple | None = None  # (job id, args, attempt)
+    job: Job | None = None
     started: float = 0.0
     stopped_since: float | None = None
     descendants: set = field(default_factory=set)  # (pid, start time) of every process it started
@@ -98,10 +148,16 @@ class _Worker:
 
 
 class WorkerPool:
-    """``run(jobs)`` yields ``(args, result)`` for every job, results of lost workers included.
+    """At most ``workers`` worker processes, each running one :class:`Job` at a time, watched.
 
-    ``on_lost(args, reason)`` makes the row of a job whose worker was lost twice; ``budget`` is the
-    most seconds one job may take before the watchdog calls its worker hung.
+    Two ways to drive it:
+
+    - ``run(jobs)`` yields ``(job, result)`` for every job, once each: a job whose worker is lost is
+      tried once more, then gets ``on_lost(job, reason)``; one still running after ``budget``
+      seconds gets ``on_timeout(job, budget)`` (or, without ``on_timeout``, counts as lost).
+    - ``submit(job)`` whenever :meth:`free` says a worker is free, ``wait(timeout)`` for the
+      :class:`Event` of each job that ended, ``close()`` at the end: what a caller with a queue of
+      its own (the service's grading process) does; the pool then decides nothing for it.
     """
 
     def __init__(self, function: Callable, workers: int, on_lost: Callable | None, budget: float,
@@ -114,7 +170,7 @@ class WorkerPool:
             stopped_grace,
             poll,
         )
-        # on_timeout(args, budget): the row of a job still running when its time was up (not graded
+        # on_timeout(job, budget): the row of a job still running when its time was up (not run
         # again: its time is spent). None: such a job is retried like a lost one.
         self.on_timeout = on_timeout
         # keep idle workers between run() calls (a Dask worker's one), until close()
@@ -122,6 +178,128 @@ class WorkerPool:
         self.context = multiprocessing.get_context("fork")
         self.workers: list[_Worker] = []
         self.lost: list[str] = []  # what the watchdog did, for the log
+
+    # -- the front door -----------------------------------------------------------------------
+
+    def free(self) -> int:
+        """How many more jobs :meth:`submit` takes now."""
+        return self.size - sum(1 for worker in self.workers if worker.job is not None)
+
+    def submit(self, job: Job) -> int:
+        """Start ``job`` in an idle worker (or a fresh one); returns the worker's process id."""
+        if self.free() <= 0:
+            raise RuntimeError(f"all {self.size} workers are busy")
+        idle = [worker for worker in self.workers if worker.job is None]
+        worker = idle[0] if idle else self._spawn()
+        try:
+            worker.connection.send(job)
+        except (OSError, ValueError):  # it died while idle: a fresh one takes the job
+            self._kill(worker)
+            worker = self._spawn()
+            worker.connection.send(job)
+        worker.job, worker.started, worker.stopped_since = job, time.monotonic(), None
+        return worker.pid
+
+    def wait(self, timeout: float, wake: Connection | None = None) -> list[Event]:
+        """The jobs that ended within ``timeout`` seconds (or sooner: at the first answer, or when
+        anything is sent on ``wake``, which is then drained). A worker found dead, stopped past its
+        grace or busy past ``budget`` is killed with every process it started: its job is LOST or
+        TIMED_OUT, and never tried again by the pool itself."""
+        busy = {worker.connection: worker for worker in self.workers if worker.job is not None}
+        events = []
+        for ready in wait(list(busy) + ([wake] if wake is not None else []), timeout=timeout):
+            if ready is wake:
+                drain(wake)
+                continue
+            # wait gives back some of the objects it was given: these connections
+            worker = busy[cast(Connection, ready)]
+            try:
+                answer = worker.connection.recv()
+            except (EOFError, OSError):
+                continue  # it died: the health check below sees it
+            job, worker.job = worker.job, None
+            if job is None or answer.job_id != job.id:  # (never: one job at a time)
+                continue
+            if answer.failure is not None:
+                events.append(Event(job, Outcome.FAILED, reason=answer.failure))
+            else:
+                events.append(Event(job, Outcome.DONE, result=answer.result))
+        now = time.monotonic()
+        for worker in self.workers[:]:
+            job = worker.job
+            if job is None:
+                continue
+            reason = self._health(worker, now)
+            if reason:
+                self._kill(worker)
+                if reason is TIMED_OUT:
+                    events.append(Event(job, Outcome.TIMED_OUT, reason=reason))
+                else:
+                    events.append(Event(job, Outcome.LOST, reason=reason))
+        return events
+
+    def close(self) -> list[Job]:
+        """End every worker: an idle one is told to stop, a busy one is killed. Returns the jobs
+        that were still running."""
+        self.keep = False
+        return self._end_workers()
+
+    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, object]]:
+        """Every job's ``(job, result)``, as they end (see the class docstring)."""
+        queue = deque(jobs)
+        try:
+            while queue or self.free() < self.size:
+                while queue and self.free() > 0:
+                    self.submit(queue.popleft())
+                for event in self.wait(self.poll):
+                    job = event.job
+                    if event.outcome is Outcome.DONE:
+                        yield job, event.result
+                    elif event.outcome is Outcome.FAILED:
+                        yield job, self._lost_row(job, event.reason)
+                    elif event.outcome is Outcome.TIMED_OUT and self.on_timeout is not None:
+                        self.lost.append(
+                            f"{job.name}: still running after {self.budget:g} s: ended"
+                        )
+                        yield job, self.on_timeout(job, self.budget)
+                    else:
+                        reason = event.reason
+                        if event.outcome is Outcome.TIMED_OUT:
+                            reason = f"the grading process did not finish within {self.budget:g} s"
+                        self.lost.append(f"{job.name}: {reason} (attempt {job.attempt})")
+                        if job.attempt < 2:
+                            queue.appendleft(job.again())
+                        else:
+                            yield job, self._lost_row(job, f"{reason}, twice")
+        finally:
+            self._end_workers()
+
+    # -- the back rooms -----------------------------------------------------------------------
+
+    def _end_workers(self) -> list[Job]:
+        running = []
+        for worker in list(self.workers):
+            if worker.job is not None:
+                running.append(worker.job)
+            if self.keep and worker.job is None and worker.process.is_alive():
+                continue
+            if worker.job is None and worker.process.is_alive():
+                try:
+                    worker.connection.send(None)
+                except OSError:
+                    pass
+                worker.process.join(10)
+            if worker.process.is_alive() or worker.job is not None:
+                self._kill(worker)
+            elif worker in self.workers:
+                worker.connection.close()
+                self.workers.remove(worker)
+        return running
+
+    def _lost_row(self, job: Job, reason: str) -> object:
+        if self.on_lost is None:  # a pool whose jobs are fed from outside (the service's) has none
+            raise RuntimeError(f"a job was lost ({reason}) and this pool has no on_lost")
+        return self.on_lost(job, reason)
 
     def _spawn(self) -> _Worker:
         parent, child = self.context.Pipe()
@@ -186,95 +364,6 @@ class WorkerPool:
             return TIMED_OUT
         return None
 
-    def run(self, jobs: list[tuple]) -> Iterator[tuple[tuple, object]]:
-        queue = deque((index, args, 1) for index, args in enumerate(jobs))
-        try:
-            while queue or any(w.job for w in self.workers):
-                for worker in [w for w in self.workers if w.job is None]:
-                    if not queue:
-                        break
-                    yield from self._assign(worker, queue)
-                while queue and len(self.workers) < self.size:
-                    yield from self._assign(self._spawn(), queue)
-                busy = {w.connection: w for w in self.workers if w.job}
-                for ready in wait(list(busy), timeout=self.poll):
-                    # wait gives back some of the objects it was given: these connections
-                    connection = cast(Connection, ready)
-                    worker = busy[connection]
-                    try:
-                        job_id, result, failure = connection.recv()
-                    except (EOFError, OSError):
-                        continue  # it died: the health check below sees it
-                    if worker.job is None:  # (busy: never)
-                        continue
-                    args = worker.job[1]
-                    worker.job = None
-                    if failure is not None:
-                        result = self._lost_row(args, failure)
-                    yield args, result
-                now = time.monotonic()
-                for worker in self.workers[:]:
-                    if not worker.job:
-                        continue
-                    reason = self._health(worker, now)
-                    if reason:
-                        job_id, args, attempt = worker.job
-                        self._kill(worker)
-                        if reason is TIMED_OUT and self.on_timeout is not None:
-                            self.lost.append(
-                                f"{args[0]}: still running after {self.budget:g} s: ended"
-                            )
-                            yield args, self.on_timeout(args, self.budget)
-                            continue
-                        if reason is TIMED_OUT:
-                            reason = f"the grading process did not finish within {self.budget:g} s"
-                        self.lost.append(f"{args[0]}: {reason} (attempt {attempt})")
-                        if attempt < 2:
-                            queue.appendleft((job_id, args, attempt + 1))
-                        else:
-                            yield args, self._lost_row(args, f"{reason}, twice")
-        finally:
-            for worker in list(self.workers):
-                if self.keep and worker.job is None and worker.process.is_alive():
-                    continue
-                if worker.job is None and worker.process.is_alive():
-                    try:
-                        worker.connection.send(None)
-                    except OSError:
-                        pass
-                    worker.process.join(10)
-                if worker.process.is_alive() or worker.job is not None:
-                    self._kill(worker)
-                elif worker in self.workers:
-                    worker.connection.close()
-                    self.workers.remove(worker)
-
-    def _lost_row(self, args: tuple, reason: str) -> object:
-        if self.on_lost is None:  # a pool whose jobs are fed from outside (the service's) has none
-            raise RuntimeError(f"a job was lost ({reason}) and this pool has no on_lost")
-        return self.on_lost(args, reason)
-
-    def close(self) -> None:
-        """End every worker (a kept pool's, between run() calls)."""
-        self.keep = False
-        for _ in self.run([]):
-            pass
-
-    def _assign(self, worker: _Worker, queue: deque) -> Iterator:
-        job_id, args, attempt = queue.popleft()
-        try:
-            worker.connection.send((job_id, args))
-        except (OSError, ValueError):  # the worker died while idle: a fresh one takes the job
-            queue.appendleft((job_id, args, attempt))
-            self._kill(worker)
-            return
-        worker.job, worker.started, worker.stopped_since = (
-            (job_id, args, attempt),
-            time.monotonic(),
-            None,
-        )
-        yield from ()
-
 
 TIMED_OUT = "timed out"  # _health's reason for a job whose time is up
 
@@ -294,20 +383,29 @@ def _start_even_in_a_daemon(process) -> None:
             config["daemon"] = daemonic
 
 
+def drain(connection: Connection) -> None:
+    """Read away whatever was sent on ``connection`` (a wake-up pipe)."""
+    try:
+        while connection.poll():
+            connection.recv_bytes()
+    except (EOFError, OSError):
+        pass
+
+
 _watched = threading.local()
 
 
 def run_watched(
     function: Callable,
-    args: tuple,
+    job: Job,
     budget: float,
     on_lost: Callable,
     on_timeout: Callable,
     memory_bytes: int = 0,
 ):
-    """``function(*args)`` in a grading process of this thread's own, watched from here (see the
-    module docstring), kept from call to call; the result, or ``on_timeout(args, budget)`` /
-    ``on_lost(args, reason)``. For a Dask worker: the worker's own threads (its heartbeats) never
+    """``function(*job.args)`` in a grading process of this thread's own, watched from here (see
+    the module docstring), kept from call to call; the result, or ``on_timeout(job, budget)`` /
+    ``on_lost(job, reason)``. For a Dask worker: the worker's own threads (its heartbeats) never
     wait on a call that holds the GIL, and a file's time holds however its grading hangs."""
     pool = getattr(_watched, "pool", None)
     if pool is None or pool.function is not function or pool.memory_bytes != memory_bytes:
@@ -323,7 +421,7 @@ def run_watched(
             keep=True,
         )
     pool.budget, pool.on_lost, pool.on_timeout = budget, on_lost, on_timeout
-    (_, result), = pool.run([args])
+    (_, result), = pool.run([job])
     return result
 
 

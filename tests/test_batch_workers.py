@@ -15,7 +15,7 @@ from adversarial import correct_notebook, dump
 from autograder.batch import grade_folder
 from autograder.grade import Settings
 from autograder.kernel import Limits
-from autograder.workers import WorkerPool
+from autograder.workers import Job, WorkerPool
 
 SETTINGS = Settings(limits=Limits(cell_seconds=5, call_seconds=3, notebook_seconds=90, memory_bytes=int(1.5 * 1024**3)),
                     part_seconds=20)
@@ -36,15 +36,16 @@ def misbehave(kind: str, marker: str) -> dict:
     return {"kind": kind, "pid": os.getpid()}
 
 
-def lost(args, reason):
-    return {"kind": args[0], "lost": reason}
+def lost(job: Job, reason):
+    return {"kind": job.args[0], "lost": reason}
 
 
 def test_each_lost_worker_costs_at_most_its_own_job(tmp_path):
     kinds = ["fine", "killed-once", "stopped-once", "hangs-once", "killed-always", "exits", "fine-too"]
     pool = WorkerPool(misbehave, workers=2, on_lost=lost, budget=6, stopped_grace=1, poll=0.2)
     started = time.monotonic()
-    results = {args[0]: result for args, result in pool.run([(kind, str(tmp_path / kind)) for kind in kinds])}
+    jobs = [Job(index, (kind, str(tmp_path / kind)), name=kind) for index, kind in enumerate(kinds)]
+    results = {job.name: result for job, result in pool.run(jobs)}
     assert sorted(results) == sorted(kinds), "one result per job"
     for kind in ("fine", "fine-too", "killed-once", "stopped-once", "hangs-once"):
         assert results[kind].get("kind") == kind and "lost" not in results[kind], kind

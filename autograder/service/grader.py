@@ -20,7 +20,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass, replace
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import cast
 
@@ -32,8 +32,8 @@ from autograder.deadline import hard_seconds, out_of_time_row
 from autograder.result import GRADER_ERROR, GradeResult
 from autograder.service import queue
 from autograder.service.database import Database
-from autograder.service.grading import grade_notebook, grade_notebook_within_time
-from autograder.workers import TIMED_OUT
+from autograder.service.grading import NotebookJob, grade_notebook, grade_notebook_within_time
+from autograder.workers import Job, Outcome, WorkerPool, drain
 from autograder.service.settings import ServiceSettings
 
 log = logging.getLogger("autograder.service.grader")
@@ -53,14 +53,12 @@ class Event:
 
 
 class LocalRunner:
-    """Local grading processes, each grading one job at a time (``autograder.workers.WorkerPool``'s
-    processes, watchdog and clean-up, fed one job whenever a process is free)."""
+    """Local grading processes, each grading one job at a time (``autograder.workers.WorkerPool``:
+    its processes, watchdog and clean-up, fed one job whenever a process is free)."""
 
     kind = "local"
 
     def __init__(self, size: int, settings, memory_bytes: int):
-        from autograder.workers import WorkerPool
-
         # the same outside deadline as every other grader
         # (deadline.py): --notebook-timeout and a grace
         self.settings = settings
@@ -78,72 +76,38 @@ class LocalRunner:
         return self.size - len(self.jobs)
 
     def start(self, job: queue.Job, settings) -> int | None:
-        idle = [worker for worker in self.pool.workers if worker.job is None]
-        worker = idle[0] if idle else self.pool._spawn()
-        args = (job.notebook, job.file_name, job.student_id, settings)
-        try:
-            worker.connection.send((job.id, args))
-        except (OSError, ValueError):  # it died while idle: a fresh one takes the job
-            self.pool._kill(worker)
-            worker = self.pool._spawn()
-            worker.connection.send((job.id, args))
-        worker.job, worker.started, worker.stopped_since = (
-            (job.id, args, job.claims),
-            time.monotonic(),
-            None,
-        )
+        args = NotebookJob(job.notebook, job.file_name, job.student_id, settings)
+        pid = self.pool.submit(Job(job.id, args, attempt=job.claims, name=job.file_name))
         self.jobs[job.id] = job
-        return worker.process.pid
+        return pid
 
     def wait(self, timeout: float, wake=None) -> list[Event]:
-        busy = {worker.connection: worker for worker in self.pool.workers if worker.job}
-        ready = wait(list(busy) + ([wake] if wake is not None else []), timeout=timeout)
         events = []
-        for ready_one in ready:
-            if ready_one is wake:
-                _drain(wake)
-                continue
-            # wait gives back some of the objects it was given: these are the workers' connections
-            connection = cast(Connection, ready_one)
-            worker = busy[connection]
-            try:
-                job_id, result, failure = connection.recv()
-            except (EOFError, OSError):
-                continue  # it died: the health check below sees it
-            worker.job = None
-            job = self.jobs.pop(job_id)
-            if failure is not None:
-                result = GradeResult(
+        for event in self.pool.wait(timeout, wake):
+            job = self.jobs.pop(event.job.id)
+            if event.outcome is Outcome.DONE:
+                events.append(Event(job, result=cast(GradeResult, event.result)))
+            elif event.outcome is Outcome.FAILED:
+                events.append(Event(job, result=GradeResult(
                     job.student_id,
                     job.file_name,
                     status=GRADER_ERROR,
                     lab=job.lab,
-                    message=f"this notebook could not be graded ({failure[:300]})",
-                )
-            events.append(Event(job, result=result))
-        now = time.monotonic()
-        for worker in self.pool.workers[:]:
-            if not worker.job:
-                continue
-            reason = self.pool._health(worker, now)
-            if reason:
-                job_id = worker.job[0]
-                self.pool._kill(worker)
-                job = self.jobs.pop(job_id)
+                    message=f"this notebook could not be graded ({event.reason[:300]})",
+                )))
+            elif event.outcome is Outcome.TIMED_OUT:
                 # its time is spent: an out_of_time result, never graded again
-                if reason is TIMED_OUT:
-                    row = out_of_time_row(
-                        (job.file_name, job.student_id, self.settings), self.pool.budget
-                    )
-                    events.append(Event(job, result=replace(row, lab=job.lab)))
-                else:
-                    events.append(Event(job, lost=reason))
+                row = out_of_time_row(
+                    job.file_name, job.student_id, self.settings, self.pool.budget
+                )
+                events.append(Event(job, result=replace(row, lab=job.lab)))
+            else:
+                events.append(Event(job, lost=event.reason))
         return events
 
     def close(self) -> list[queue.Job]:
         """End every grading process; returns the jobs they were grading."""
-        for worker in list(self.pool.workers):
-            self.pool._kill(worker)
+        self.pool.close()
         jobs, self.jobs = list(self.jobs.values()), {}
         return jobs
 
@@ -183,10 +147,10 @@ class DaskRunner:
 
         if not self.futures:
             if wake is not None and wait([wake], timeout=timeout):
-                _drain(wake)
+                drain(wake)
             return []
         if wake is not None and wait([wake], timeout=0):
-            _drain(wake)
+            drain(wake)
         try:
             dask_wait(list(self.futures), timeout=timeout, return_when="FIRST_COMPLETED")
         # none finished in time (asyncio's TimeoutError is the built-in one since 3.11)
@@ -229,14 +193,6 @@ def _record(db: Database, grader_id: str, event: Event) -> None:
         log.warning(
             "submission %s: grading process lost (%s): %s", event.job.id, event.lost, outcome
         )
-
-
-def _drain(connection) -> None:
-    try:
-        while connection.poll():
-            connection.recv_bytes()
-    except (EOFError, OSError):
-        pass
 
 
 def run(settings: ServiceSettings, wake=None) -> int:

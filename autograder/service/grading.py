@@ -6,9 +6,21 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
+from autograder.deadline import run_within_time
 from autograder.grade import Settings, grade_file
 from autograder.result import GradeResult
+from autograder.workers import Job
+
+
+class NotebookJob(NamedTuple):
+    """A submission to grade: ``grade_notebook``'s arguments, named."""
+
+    notebook: bytes
+    file_name: str
+    student_id: str
+    settings: Settings
 
 
 def grade_notebook(
@@ -30,22 +42,8 @@ def grade_notebook_within_time(
     notebook: bytes, file_name: str, student_id: str, settings: Settings
 ) -> GradeResult:
     """``grade_notebook`` in a grading process of this thread's own, ended from outside when the
-    file's time is up (``deadline.py``): what a Dask worker runs, so that a hung grading never holds
-    it."""
-    from autograder.kernel import isolation_status
-    from autograder.deadline import hard_seconds, lost_row, out_of_time_row
-    from autograder.workers import run_watched
-
-    # probed here once, before the grading process is forked: it inherits the answer
-    isolation_status()
-    result = run_watched(
-        grade_notebook,
-        (notebook, file_name, student_id, settings),
-        hard_seconds(settings),
-        on_lost=lambda args, reason: lost_row((file_name, student_id), reason),
-        on_timeout=lambda args, seconds: out_of_time_row(
-            (file_name, student_id, settings), seconds
-        ),
-        memory_bytes=settings.worker_memory_bytes,
-    )
+    file's time is up (``deadline.run_within_time``): what a Dask worker runs, so that a hung
+    grading never holds it."""
+    job = Job(0, NotebookJob(notebook, file_name, student_id, settings), name=file_name)
+    result = run_within_time(grade_notebook, job, file_name, student_id, settings)
     return replace(result, file=file_name)
