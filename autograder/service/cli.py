@@ -117,6 +117,7 @@ def settings_from(args):
         rate_limit=rate,
         rate_window=window,
         grading_budget=args.grading_budget * 60,
+        long_job_seconds=args.long_job_seconds,
         deadlines=deadlines,
         counted=args.counted,
         workers=args.workers,
@@ -417,6 +418,15 @@ def add_commands(commands, course) -> None:
         metavar="MINUTES",
         help="minutes of grading a student's notebooks may use per hour (default 20; 0: no "
              "limit); past it, their next submission waits (HTTP 429)",
+    )
+    serve.add_argument(
+        "--long-job-seconds",
+        type=float,
+        default=60,
+        metavar="SECONDS",
+        help="a notebook graded this long (sleeping, waiting, looping) no longer holds one of the "
+             "--workers slots: another grading process starts beside it, up to 3 times --workers "
+             "(default 60)",
     )
     serve.add_argument(
         "--deadline",

@@ -52,13 +52,20 @@ class Event:
     lost: str | None = None  # why its grading process was lost
 
 
+# A job graded this long is waiting, sleeping or looping (an honest grading of the course's labs
+# takes seconds): it keeps its process and its time limit, but no longer holds a slot, so that a
+# few students' sleeping notebooks hold up no classmate (at most OVERCOMMIT times the slots run).
+# (ServiceSettings.long_job_seconds, 60 s by default)
+OVERCOMMIT = 3
+
+
 class LocalRunner:
     """Local grading processes, each grading one job at a time (``autograder.workers.WorkerPool``:
     its processes, watchdog and clean-up, fed one job whenever a process is free)."""
 
     kind = "local"
 
-    def __init__(self, size: int, settings, memory_bytes: int):
+    def __init__(self, size: int, settings, memory_bytes: int, long_seconds: float = 60.0):
         # the same outside deadline as every other grader
         # (deadline.py): --notebook-timeout and a grace
         self.settings = settings
@@ -71,20 +78,29 @@ class LocalRunner:
         )
         self.size = self.pool.size
         self.jobs: dict[int, queue.Job] = {}
+        self.started: dict[int, float] = {}
+        self.long_seconds = long_seconds
 
     def free(self) -> int:
-        return self.size - len(self.jobs)
+        """Slots free now: ``size``, less the jobs graded for less than ``long_seconds``, with at
+        most :data:`OVERCOMMIT` times ``size`` processes grading at once."""
+        moment = time.monotonic()
+        long = sum(1 for started in self.started.values() if moment - started >= self.long_seconds)
+        self.pool.size = min(self.size + long, self.size * OVERCOMMIT)
+        return self.pool.free()
 
     def start(self, job: queue.Job, settings) -> int | None:
         args = NotebookJob(job.notebook, job.file_name, job.student_id, settings)
         pid = self.pool.submit(Job(job.id, args, attempt=job.claims, name=job.file_name))
         self.jobs[job.id] = job
+        self.started[job.id] = time.monotonic()
         return pid
 
     def wait(self, timeout: float, wake=None) -> list[Event]:
         events = []
         for event in self.pool.wait(timeout, wake):
             job = self.jobs.pop(event.job.id)
+            self.started.pop(event.job.id, None)
             if event.outcome is Outcome.DONE:
                 events.append(Event(job, result=cast(GradeResult, event.result)))
             elif event.outcome is Outcome.FAILED:
@@ -108,7 +124,7 @@ class LocalRunner:
     def close(self) -> list[queue.Job]:
         """End every grading process; returns the jobs they were grading."""
         self.pool.close()
-        jobs, self.jobs = list(self.jobs.values()), {}
+        jobs, self.jobs, self.started = list(self.jobs.values()), {}, {}
         return jobs
 
 
@@ -213,7 +229,8 @@ def run(settings: ServiceSettings, wake=None) -> int:
     if settings.scheduler:
         runner = DaskRunner(settings.scheduler, settings.dask_security, settings.workers)
     else:
-        runner = LocalRunner(settings.workers, grading, memory_bytes=grading.worker_memory_bytes)
+        runner = LocalRunner(settings.workers, grading, memory_bytes=grading.worker_memory_bytes,
+                             long_seconds=settings.long_job_seconds)
     queue.register(db, grader_id, runner.kind, runner.size)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))

@@ -135,7 +135,7 @@ def _watch_slots(server, most: dict, stop: threading.Event) -> None:
 def test_one_student_never_holds_two_slots_while_a_classmate_waits(tmp_path):
     """An attacker with sleeping notebooks in three labs, two grading slots: the attacker holds one,
     the classmate gets the other at once (finding 2: the attacker held them all)."""
-    server = make_service(tmp_path / "slots", "--workers", "2", "--rate", "0", "--grading-budget", "0")
+    server = make_service(tmp_path / "slots", "--workers", "2", "--rate", "0")
     server.start()
     most: dict[str, int] = {}
     stop = threading.Event()
@@ -162,7 +162,7 @@ def test_one_student_never_holds_two_slots_while_a_classmate_waits(tmp_path):
 def test_the_next_job_is_the_least_served_students_oldest(tmp_path):
     """One slot: the attacker's sleeping job, then their older second job and a classmate's: the
     classmate, who used no grading time, goes first (by id, the attacker's would have)."""
-    server = make_service(tmp_path / "order", "--workers", "1", "--rate", "0", "--grading-budget", "0")
+    server = make_service(tmp_path / "order", "--workers", "1", "--rate", "0")
     server.start()
     try:
         attacker, classmate = server.client("s001"), server.client("s002")
@@ -258,3 +258,25 @@ def test_a_killed_servers_kernel_cgroups_are_swept_at_start(tmp_path):
                     break
                 except OSError:
                     time.sleep(0.2)
+
+
+def test_sleeping_notebooks_of_several_students_hold_up_no_classmate(tmp_path):
+    """Two attackers (two students, one slot each) with notebooks that sleep, one grading slot: a
+    job graded past --long-job-seconds no longer holds its slot, so a classmate is graded while both
+    still sleep (without it, the classmate waited for them: finding 2 with more than one attacker)."""
+    server = make_service(tmp_path / "coalition", "--workers", "1", "--rate", "0", "--grading-budget", "0",
+                          "--long-job-seconds", "3")
+    server.start()
+    try:
+        sleepers = []
+        for student, example in (("s001", "toy-correct"), ("s002", "gpt2-correct")):
+            with server.client(student) as client:
+                sleepers.append(upload(client, content=_sleeping(example, 90), name="sleep.ipynb").json()["id"])
+        with server.client("s003") as client:
+            job = upload(client, EXAMPLES / "ny-correct.ipynb").json()["id"]
+            result = wait_result(client, job, seconds=80)
+        statuses = {number: status for number, _, _, status, *_ in rows(server)}
+    finally:
+        server.stop()
+    assert result["status"] == "graded", result
+    assert [statuses[number] for number in sleepers] == ["grading", "grading"], statuses

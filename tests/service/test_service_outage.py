@@ -33,18 +33,19 @@ def _password_file(tmp_path):
     return path
 
 
-def _pg_service(postgres, tmp_path, student: str, *extra: str) -> Server:
-    """A server on the shared PostgreSQL database, with a new ``student`` and their token."""
-    secret = _password_file(tmp_path)
+def _pg_service(postgres, tmp_path, student: str, *extra: str, password_file: bool = True) -> Server:
+    """A server on the shared PostgreSQL database, with a new ``student`` and their token; the
+    password from --db-password-file, or else from $PGPASSFILE (which the caller sets)."""
+    secret = ["--db-password-file", str(_password_file(tmp_path))] if password_file else []
     roster = tmp_path / "roster.csv"
     roster.write_text(f"student_id,name\n{student},Pat\n", encoding="utf-8")
-    made = command("tokens", "--roster", str(roster), "--db", postgres.url, "--db-password-file", str(secret),
+    made = command("tokens", "--roster", str(roster), "--db", postgres.url, *secret,
                    "--out", str(tmp_path / "tokens.csv"))
     assert made.returncode == 0, made.stderr
     tokens = {row["student_id"]: row["token"] for row in csv.DictReader(open(tmp_path / "tokens.csv", encoding="utf-8"))}
     port = free_port()
     server = Server(f"http://127.0.0.1:{port}", tmp_path / "none", tmp_path / "server.log", tmp_path, tokens)
-    server.args = ["--db", postgres.url, "--db-password-file", str(secret), "--port", str(port), *extra]
+    server.args = ["--db", postgres.url, *secret, "--port", str(port), *extra]
     return server
 
 
@@ -54,9 +55,7 @@ def test_the_database_password_never_goes_on_the_command_line(postgres, tmp_path
     assert refused.returncode == 2 and "password is on the command line" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
     # libpq's own password file, as docs/SERVICE.md shows
-    pgpass = tmp_path / "pgpass"
-    pgpass.write_text(f"127.0.0.1:{postgres.port}:course:grader:{PASSWORD}\n", encoding="utf-8")
-    pgpass.chmod(0o600)
+    pgpass = _pgpass(postgres, tmp_path)
     listed = subprocess.run([sys.executable, "-m", "autograder", "accounts", "list", "--db", postgres.url],
                             capture_output=True, text=True, timeout=120, env={**os.environ, "PGPASSFILE": str(pgpass)})
     assert listed.returncode == 0, listed.stderr
@@ -77,10 +76,18 @@ def test_the_database_password_never_goes_on_the_command_line(postgres, tmp_path
     assert PASSWORD not in server.log.read_text(encoding="utf-8")
 
 
-def test_a_database_outage_answers_503_json_and_charges_no_job(postgres, tmp_path):
+def _pgpass(postgres, tmp_path):
+    pgpass = tmp_path / "pgpass"
+    pgpass.write_text(f"127.0.0.1:{postgres.port}:course:grader:{PASSWORD}\n", encoding="utf-8")
+    pgpass.chmod(0o600)
+    return pgpass
+
+
+def test_a_database_outage_answers_503_json_and_charges_no_job(postgres, tmp_path, monkeypatch):
     slow = nbformat.read(EXAMPLES / "toy-correct.ipynb", as_version=4)
     slow.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(15)"))
-    server = _pg_service(postgres, tmp_path, "p002", "--workers", "1", "--rate", "0")
+    monkeypatch.setenv("PGPASSFILE", str(_pgpass(postgres, tmp_path)))  # libpq's own way
+    server = _pg_service(postgres, tmp_path, "p002", "--workers", "1", "--rate", "0", password_file=False)
     server.start()
     try:
         with server.client("p002") as client:
