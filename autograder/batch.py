@@ -14,7 +14,6 @@ recorded; if they changed, the batch stops (course.py).
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import os
 import signal
@@ -25,7 +24,6 @@ import traceback
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
-from urllib.parse import urlparse
 
 from autograder.folder import (
     NOTEBOOK,
@@ -40,7 +38,6 @@ from autograder.deadline import (
     FileJob,
     file_lost,
     file_out_of_time,
-    grade_within_time,
     hard_seconds,
 )
 from autograder.grade import Settings, error_result, grade_file
@@ -55,7 +52,6 @@ from autograder.result import (
     MISSING,
     NOT_A_NOTEBOOK,
     NOT_A_REGULAR_FILE,
-    WORKER_LOST,
     GradeResult,
 )
 from autograder.resume import load_key, signed, trusted
@@ -79,7 +75,7 @@ class OutNotAFolder(ValueError):
 
 
 class InsecureScheduler(RuntimeError):
-    """A remote Dask scheduler without TLS and authentication, and no ``--insecure``."""
+    """A Dask scheduler without TLS and client certificates (refused wherever it runs)."""
 
 
 def result_path(out_dir: Path, file: Path, submissions_dir: Path) -> Path:
@@ -206,28 +202,19 @@ def _run_local(jobs, settings: Settings, workers: int):
         yield result
 
 
-def _is_loopback(address: str) -> bool:
-    host = urlparse(address if "://" in address else f"tcp://{address}").hostname or ""
-    if host in ("localhost", ""):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def dask_security(
     address: str,
     tls_ca: str | None = None,
     tls_cert: str | None = None,
     tls_key: str | None = None,
-    insecure: bool = False,
     security=None,
 ):
-    """The ``distributed.security.Security`` to reach ``address`` with, or None for a local one.
+    """The ``distributed.security.Security`` to reach ``address`` with: always TLS with a client
+    certificate (mutual TLS: the scheduler admits only holders of a certificate its CA signed).
 
-    A scheduler on another machine must be reached over TLS with a client certificate (mutual TLS:
-    the scheduler admits only holders of a certificate its CA signed), unless ``insecure``.
+    A scheduler without them is refused wherever it runs, this machine included: anyone who can
+    reach one (another user of the machine, a student's kernel) can run code on its workers and
+    read the course. ``bpe-labs dask-certs DIR`` makes the certificates (dask_tls.py).
     """
     if security is None and tls_ca and tls_cert:
         from distributed.security import Security
@@ -238,16 +225,15 @@ def dask_security(
             tls_client_key=tls_key,
             require_encryption=True,
         )
-    if security is None and not insecure and not _is_loopback(address):
+    if security is None and address.startswith("inproc://"):
+        return None  # a scheduler inside this very process (tests): no network at all
+    if security is None or not address.startswith("tls://"):
         raise InsecureScheduler(
-            f"refusing to send grading jobs to {address} without TLS and authentication: anyone "
-            "who can reach an unauthenticated scheduler can run code on its workers and read the "
-            "course. Give --tls-ca-file, --tls-cert and --tls-key (a tls:// scheduler that "
-            "requires client certificates), or pass --insecure on a network you trust."
-        )
-    if security is not None and not address.startswith("tls://"):
-        raise InsecureScheduler(
-            f"TLS settings were given but the scheduler address {address} is not tls://"
+            f"refusing the Dask scheduler {address}: the kit talks to a scheduler only over TLS "
+            "with client certificates (anyone who reaches a scheduler can run code on its "
+            "workers). Make them with `bpe-labs dask-certs DIR`, start the scheduler and workers "
+            "with them (docs/GRADING.md) and pass --scheduler tls://HOST:PORT --tls-dir DIR, or "
+            "use --local-cluster"
         )
     return security
 
@@ -256,35 +242,15 @@ class SchedulerUnreachable(RuntimeError):
     """The Dask scheduler named by ``--scheduler`` could not be reached."""
 
 
-def _run_dask(jobs, settings: Settings, scheduler: str, security=None):
-    from distributed import Client, as_completed as dask_completed
+def _run_dask(jobs, settings: Settings, scheduler: str, security=None, allow_fence=False,
+              wait_seconds: float | None = None):
+    from autograder.course import current
+    from autograder.dask_grading import WAIT_SECONDS, run_dask
 
-    try:
-        client = Client(scheduler, security=security)
-    except OSError as error:
-        raise SchedulerUnreachable(
-            f"the Dask scheduler at {scheduler} could not be reached ({error}): start it, or "
-            "check --scheduler and the TLS options; results recorded so far are kept"
-        ) from None
-    with client:
-        futures = {
-            client.submit(grade_within_time, path, student, settings, pure=False, retries=1): (
-                path,
-                student,
-            )
-            for path, student in jobs
-        }
-        for future in dask_completed(futures):
-            try:
-                yield future.result()
-            except Exception as error:  # a worker lost twice (KilledWorker), or the cluster failed
-                path, student = futures[future]
-                yield error_result(
-                    path,
-                    student,
-                    WORKER_LOST,
-                    f"the Dask worker grading this file failed ({type(error).__name__})",
-                )
+    yield from run_dask(
+        list(jobs), settings, scheduler, security, current().spec, allow_fence,
+        WAIT_SECONDS if wait_seconds is None else wait_seconds,
+        say=lambda line: print(terminal(line), file=sys.stderr, flush=True))
 
 
 def _record(recorder, result: GradeResult) -> GradeResult:
@@ -324,6 +290,8 @@ def grade_folder(
     roster: Roster | None = None,
     security=None,
     course: CourseGuard | None = None,
+    allow_fence: bool = False,
+    worker_wait: float | None = None,
 ) -> Rows:
     """Grade every entry of ``submissions_dir`` into ``out_dir``; returns the rows grades.csv now
     holds: one per entry, the earlier batches' rows the gradebook still holds, and with ``roster`` a
@@ -348,6 +316,8 @@ def grade_folder(
             roster,
             security,
             course,
+            allow_fence,
+            worker_wait,
         )
 
 
@@ -382,6 +352,8 @@ def _grade_folder(
     roster,
     security,
     course,
+    allow_fence=False,
+    worker_wait=None,
 ) -> Rows:
     from tqdm.auto import tqdm
 
@@ -445,7 +417,7 @@ def _grade_folder(
 
     expected = len(results) + len(pending)
     if scheduler:
-        runner = _run_dask(pending, settings, scheduler, security)
+        runner = _run_dask(pending, settings, scheduler, security, allow_fence, worker_wait)
     else:
         if pending:
             # probed once here (a real kernel): the grading processes forked below inherit it

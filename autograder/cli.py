@@ -35,7 +35,6 @@ def _grade(args) -> int:
         NothingToGrade,
         OutNotAFolder,
         SchedulerUnreachable,
-        dask_security,
         grade_folder,
     )
     from autograder.grade import Settings
@@ -66,22 +65,37 @@ def _grade(args) -> int:
             "(see --help)"
         ) from None
     out = Path(args.out)
+    from autograder.dask_grading import NoWorkers, SchedulerLost
+    from autograder.dask_tls import ClusterDidNotStart
+
+    cluster = None
     try:
-        security = dask_security(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key,
-                                 args.insecure) if args.scheduler else None
+        scheduler, security = dask_arguments(args)
+        if args.local_cluster:
+            from autograder.dask_tls import LocalTLSCluster
+
+            cluster = LocalTLSCluster(max(args.workers, 1)).start()
+            scheduler, security = cluster.address, cluster.security
         rows = grade_folder(Path(args.submissions), out, settings, workers=args.workers,
-                            scheduler=args.scheduler, db_path=args.db, progress=not args.quiet,
-                            roster=roster, security=security)
+                            scheduler=scheduler, db_path=args.db, progress=not args.quiet,
+                            roster=roster, security=security, allow_fence=args.allow_fence,
+                            worker_wait=args.worker_wait)
     except (
         NothingToGrade,
         OutNotAFolder,
         CourseChanged,
         InsecureScheduler,
         SchedulerUnreachable,
+        SchedulerLost,
+        NoWorkers,
+        ClusterDidNotStart,
     ) as error:
         raise UsageError(str(error)) from None
     except Interrupted as error:
         return fail(str(error), INTERRUPTED)
+    finally:
+        if cluster is not None:
+            cluster.stop()
     print(f"\n{grades_text(rows.reported)}")  # what grades.csv says
     graded = sum(row.status == "graded" for row in rows)
     summary = [f"{plural(rows.this_batch, 'file')} in {rows.folder}, {graded} graded"]
@@ -95,6 +109,83 @@ def _grade(args) -> int:
     print(terminal(f"grades in {out / 'grades.csv'}, feedback in {out / 'feedback'}, "
                    f"class report in {out / 'class_report.md'}"))
     return 0
+
+
+def _dask_certs(args) -> int:
+    from autograder.dask_tls import CertificatesExist, make_certificates
+
+    try:
+        files = make_certificates(Path(args.dir), tuple(args.host))
+    except CertificatesExist as error:
+        raise UsageError(str(error)) from None
+    print(terminal(f"wrote a CA and the scheduler's, workers' and client's certificates and keys "
+                   f"in {files.folder} (owner only)"))
+    print(terminal(
+        f"scheduler: dask scheduler --protocol tls {' '.join(files.tls_arguments('scheduler'))}"))
+    print(terminal(
+        f"workers:   dask worker tls://HOST:8786 {' '.join(files.tls_arguments('worker'))}"))
+    print(terminal(f"grading:   --scheduler tls://HOST:8786 --tls-dir {files.folder}"))
+    return 0
+
+
+def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--scheduler`` and its TLS options, ``--local-cluster``, ``--allow-fence``,
+    ``--worker-wait``: shared by ``grade`` and ``serve``."""
+    from autograder.dask_grading import WAIT_SECONDS
+
+    parser.add_argument(
+        "--scheduler",
+        help="grade on a Dask cluster: the scheduler's address, tls://HOST:PORT (TLS with client "
+        "certificates only: see dask-certs)",
+    )
+    parser.add_argument(
+        "--tls-dir", help="Dask: the folder `dask-certs` wrote (its ca.pem, client.pem and "
+        "client-key.pem)")
+    parser.add_argument(
+        "--tls-ca-file",
+        help="Dask: the CA certificate that signed the scheduler's and workers' certificates",
+    )
+    parser.add_argument(
+        "--tls-cert", help="Dask: this client's certificate (the scheduler requires one)"
+    )
+    parser.add_argument("--tls-key", help="Dask: this client's private key")
+    parser.add_argument(
+        "--local-cluster", action="store_true",
+        help="Dask: start a scheduler and --workers workers on this machine, over TLS with fresh "
+        "certificates in an owner-only folder, for this run only")
+    parser.add_argument(
+        "--allow-fence", action="store_true",
+        help="Dask and the service: let a worker whose kernels get only the fence (no Landlock) "
+        "grade; its rows say fence (see docs/SECURITY.md)")
+    parser.add_argument(
+        "--worker-wait", type=float, default=WAIT_SECONDS,
+        help="Dask: seconds to wait for a worker that can grade before giving up "
+        "(default %(default)g)")
+
+
+def dask_arguments(args) -> tuple[str | None, object | None]:
+    """The scheduler's address and the TLS security that ``add_dask_arguments`` options say;
+    raises :class:`autograder.batch.InsecureScheduler` for anything but TLS with a certificate."""
+    from autograder.batch import InsecureScheduler, dask_security
+
+    if args.local_cluster and args.scheduler:
+        raise UsageError("--local-cluster starts its own scheduler: leave out --scheduler")
+    if not args.scheduler:
+        if args.tls_dir or args.tls_ca_file or args.tls_cert:
+            raise InsecureScheduler("TLS options were given without --scheduler tls://HOST:PORT")
+        return None, None
+    ca, cert, key = args.tls_ca_file, args.tls_cert, args.tls_key
+    if args.tls_dir:
+        from autograder.dask_tls import CertFolder
+
+        files = CertFolder(Path(args.tls_dir))
+        ca, cert, key = (ca or str(files.ca), cert or str(files.cert("client")),
+                         key or str(files.key("client")))
+        for path in (ca, cert, key):
+            if not Path(path).is_file():
+                raise UsageError(f"--tls-dir {args.tls_dir}: {path} is missing (make the folder "
+                                 "with `bpe-labs dask-certs DIR`)")
+    return args.scheduler, dask_security(args.scheduler, ca, cert, key)
 
 
 def exit_quickly(code: int) -> int:
@@ -199,22 +290,7 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
         "student_id, and any of user_id, name, login, email); every roster student "
         "then has a row for every lab the batch grades (missing if nothing came)",
     )
-    grade.add_argument(
-        "--scheduler", help="grade on a Dask cluster: the scheduler's address (tls://host:8786)"
-    )
-    grade.add_argument(
-        "--tls-ca-file",
-        help="Dask: the CA certificate that signed the scheduler's and workers' certificates",
-    )
-    grade.add_argument(
-        "--tls-cert", help="Dask: this client's certificate (the scheduler requires one)"
-    )
-    grade.add_argument("--tls-key", help="Dask: this client's private key")
-    grade.add_argument(
-        "--insecure",
-        action="store_true",
-        help="Dask: allow a scheduler on another machine without TLS and client certificates",
-    )
+    add_dask_arguments(grade)
     grade.add_argument(
         "--data-dir",
         default=os.environ.get(course.data_variable, str(course.default_data)),
@@ -237,6 +313,19 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
         help="folder for the student notebooks (default: the course's notebooks/ folder)",
     )
     build.set_defaults(run=_build)
+
+    certs = commands.add_parser(
+        "dask-certs",
+        help="make the TLS certificates a Dask cluster needs (docs/GRADING.md)",
+        description="Write a CA, and a certificate and key for the Dask scheduler, the workers "
+        "and the grader (the client), into DIR (created owner-only, mode 0700; keys 0600). Start "
+        "the scheduler and workers with them; grade with --scheduler tls://HOST:PORT --tls-dir "
+        "DIR.",
+    )
+    certs.add_argument("dir", metavar="DIR", help="a new folder for the certificates")
+    certs.add_argument("--host", action="append", default=[],
+                       help="a name or address of the scheduler's machine (repeatable)")
+    certs.set_defaults(run=_dask_certs)
 
     from autograder.gradescope import add_build_arguments
 

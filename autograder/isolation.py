@@ -262,6 +262,7 @@ DENIED_SYSCALLS = (
 )
 # Besides those: the calls the filter looks into or the boundary makes itself.
 USED_SYSCALLS = (
+    "setsid",
     "socket",
     "clone",
     "clone3",
@@ -322,6 +323,7 @@ SYSCALL_TABLES = {
             "quotactl": 179,
             "socket": 41,
             "clone": 56,
+            "setsid": 112,
             **_UNIFIED,
         },
         x32=True,
@@ -359,6 +361,7 @@ SYSCALL_TABLES = {
             "quotactl": 60,
             "socket": 198,
             "clone": 220,
+            "setsid": 157,
             **_UNIFIED,
         },
     ),
@@ -393,18 +396,24 @@ def _bpf(code: int, jt: int, jf: int, k: int) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def seccomp_program(machine: str | None = None) -> bytes:
+def seccomp_program(machine: str | None = None, fence: bool = False) -> bytes:
     """A classic-BPF seccomp program for the running architecture (or ``machine``): ``socket()`` of
     any family but ``AF_UNIX`` fails with ``EAFNOSUPPORT``, ``clone()`` with a new-namespace flag
     and the :data:`DENIED_SYSCALLS` fail with ``EPERM``, ``clone3()`` and calls of another ABI
     (i386 ``int 0x80`` and x32 on x86-64, AArch32 on aarch64) fail with ``ENOSYS``, everything else
-    is allowed. Raises OSError (ENOSYS) for an architecture without a table."""
+    is allowed. Raises OSError (ENOSYS) for an architecture without a table.
+
+    ``fence``: also ``setsid()`` fails with ``EPERM``. The fence has no PID namespace to end a
+    kernel's children with it: every process a fenced kernel starts stays in its session, which the
+    grader ends as a whole (:func:`end_processes`)."""
     table = syscall_table(machine)
     if table is None:
         raise OSError(errno.ENOSYS, f"no seccomp filter for {machine or platform.machine()}")
     number = table.numbers
     ld_w_abs, jeq_k, jge_k, jset_k, ret_k = 0x20, 0x15, 0x35, 0x45, 0x06
-    numbers = sorted({number[name] for name in DENIED_SYSCALLS})
+    numbers = sorted(
+        {number[name] for name in DENIED_SYSCALLS + (("setsid",) if fence else ())}
+    )
     program = [
         _bpf(ld_w_abs, 0, 0, 4),  # seccomp_data.arch
         _bpf(jeq_k, 1, 0, table.audit_arch),
@@ -447,10 +456,10 @@ def seccomp_program(machine: str | None = None) -> bytes:
     return b"".join(program)
 
 
-def install_seccomp_filter() -> None:
+def install_seccomp_filter(fence: bool = False) -> None:
     """Install :func:`seccomp_program` on this process (inherited by its children). Raises OSError
     where the architecture has no table or the kernel refuses (no seccomp)."""
-    program = seccomp_program()
+    program = seccomp_program(fence=fence)
     filters = ctypes.create_string_buffer(program, len(program))
 
     class SockFprog(ctypes.Structure):
@@ -728,6 +737,77 @@ def remove_cgroups(folders: list[str], wait_seconds: float = 5.0) -> None:
                 if time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
+
+
+# -- the end of a kernel: every process it started, however it tried to leave ---------------------
+def _proc_stat_fields(pid: str) -> list[bytes] | None:
+    """``/proc/PID/stat`` after the command name: state, ppid, pgrp, session, ..."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
+
+
+def _real_uid(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def processes_where(session: int | None = None, uid: int | None = None) -> list[int]:
+    """The processes (Linux: ``/proc``) of session ``session`` or with real uid ``uid``."""
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        if session is not None:
+            after = _proc_stat_fields(entry)
+            if after is not None and len(after) > 3 and int(after[3]) == session:
+                found.append(int(entry))
+                continue
+        if uid is not None and _real_uid(entry) == uid:
+            found.append(int(entry))
+    return found
+
+
+def end_processes(session: int | None = None, uid: int | None = None, rounds: int = 20) -> int:
+    """SIGKILL every process of session ``session`` (a kernel's: its launcher leads one) and, as
+    root, every process under the kernel's own ``uid`` (what it started in a session of its own),
+    round after round until none is left; returns how many were killed. Each process is named one
+    by one (never ``kill(-1)``): a session id is never reused while one of its processes lives,
+    and a kernel's uid is its alone. Nothing is done for session <= 1 or uid 0."""
+    import time
+
+    if session is not None and session <= 1:
+        session = None
+    if uid is not None and (uid == 0 or os.geteuid() != 0):
+        uid = None
+    killed = 0
+    if session is None and uid is None:
+        return killed
+    for _ in range(rounds):
+        members = processes_where(session, uid)
+        if not members:
+            break
+        for pid in members:
+            try:
+                os.kill(pid, 9)
+                killed += 1
+            except OSError:
+                pass
+        time.sleep(0.02)
+    return killed
 
 
 # -- users and limits -----------------------------------------------------------------------------

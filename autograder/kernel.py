@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from autograder.course_interface import OWN_CLASS
-from autograder.kernel_boundary import CoursePaths, boundary_mode, isolation_status
+from autograder.kernel_boundary import CoursePaths, boundary_mode, isolation_status, refused
 from autograder.kernel_errors import (
     TIME_USED_UP,
     CallTimeout,
@@ -79,6 +79,10 @@ class KernelSession:
         if self.limits.require_isolation and not boundary_mode(self.isolation):
             raise IsolationUnavailable(
                 f"kernel isolation was required but is not available here: {self.isolation}")
+        if refused(self.isolation):  # never a student's code as root
+            raise IsolationUnavailable(
+                f"no kernel was started: {self.isolation}: give this machine the boundary "
+                "(Linux with Landlock), or a Python that other users can run")
         self.workspace.create()
         try:
             self.kernel.start()

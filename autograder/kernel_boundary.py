@@ -67,9 +67,10 @@ def isolation_status() -> str:
     ``"landlock-abi7+seccomp+netns+pidns+uid+cgroup"``
     when the boundary holds here (a piece that could not be had is named:
     ``"landlock-abi7+netns+pidns+uid
-    (no seccomp: ...)"``); else ``"fence (...why...)"``, or ``"fence+uid (...)"`` when the grader is
-    root and the fence's kernel runs under a uid of its own. A kernel that dies at start says why
-    (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence (tests).
+    (no seccomp: ...)"``); else the fence as its probe kernel reports it (:func:`_fence`):
+    ``"fence+seccomp+uid (...why...)"``, or ``"fence (...; refused: ...)"``. A kernel that dies at
+    start says why (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence
+    (tests).
     """
     if os.environ.get("AUTOGRADER_ISOLATION") == "fence":
         return _fence("AUTOGRADER_ISOLATION=fence")
@@ -101,20 +102,41 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 def _fence(why: str) -> str:
-    """The fence, and whether its kernel runs under a uid of its own (root only, and only where that
-    uid can run this Python: a probe kernel says)."""
-    if os.geteuid() != 0:
-        return f"fence ({why})"
-    closed = _closed_to_others(
-        [Path(sys.executable).resolve(), Path(sysconfig.get_paths()["stdlib"]), *import_folders()]
-    )
-    if closed:
-        return f"fence ({why}; no uid of its own: {closed} is closed to other users)"
+    """The fence as a probe kernel reports it (``fence+seccomp+uid``: network closed, a uid of its
+    own), and why there is no boundary. As root, a kernel that could not run under a uid of its own
+    (this Python lies in a folder closed to other users, such as root's home) is refused: the
+    status then says ``refused`` and no notebook is graded (:func:`refused`)."""
+    if os.geteuid() == 0:
+        closed = _closed_to_others(
+            [Path(sys.executable).resolve(), Path(sysconfig.get_paths()["stdlib"]),
+             *import_folders()]
+        )
+        if closed:
+            return (f"fence ({why}; {REFUSED}: a kernel here would run as root, as {closed} is "
+                    "closed to other users)")
     try:
-        applied = _probe("fence+uid")
+        applied = _probe("fence+uid" if os.geteuid() == 0 else "fence")
     except Exception as failed:
-        return f"fence ({why}; no uid of its own: {_one_line(str(failed), 200)})"
-    return f"{applied} ({why})" if applied == "fence+uid" else f"fence ({why})"
+        detail = _one_line(f"{type(failed).__name__}: {failed}", 200)
+        return f"fence ({why}; {REFUSED}: the fence's probe kernel failed: {detail})"
+    if not applied.startswith("fence"):
+        return f"fence ({why}; {REFUSED}: the probe kernel said {applied!r})"
+    return f"{applied} ({why})"
+
+
+REFUSED = "refused"  # in a fence status: no kernel may start here (it would run as root)
+
+
+def refused(status: str) -> bool:
+    """Is this an isolation status under which no kernel may start?"""
+    return not boundary_mode(status) and f"; {REFUSED}:" in status
+
+
+def full_boundary(status: str) -> bool:
+    """The whole boundary: Landlock, seccomp, namespaces and a uid or user namespace of its own.
+    What a Dask worker or the service must report to take jobs without ``--allow-fence``."""
+    pieces = status.split(" ")[0].split("+")
+    return boundary_mode(status) and "seccomp" in pieces and " (no " not in status
 
 
 def _closed_to_others(paths: list[Path]) -> Path | None:
@@ -157,7 +179,9 @@ def boundary_mode(status: str) -> bool:
 
 def own_uid(status: str) -> bool:
     """Does a kernel of this isolation status run under a uid of its own?"""
-    return os.geteuid() == 0 and (boundary_mode(status) or status.startswith("fence+uid"))
+    pieces = status.split(" ")[0].split("+")
+    fence_uid = pieces[0] == "fence" and "uid" in pieces
+    return os.geteuid() == 0 and (boundary_mode(status) or fence_uid)
 
 
 _uid_counter = itertools.count()

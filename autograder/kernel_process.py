@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 import zmq
 from jupyter_client import KernelManager
 
-from autograder import codec
+from autograder import codec, isolation
 from autograder.kernel_errors import TIME_USED_UP, CallTimeout, KernelDied
 from autograder.limits import Limits
 from autograder.workspace import KERNEL_NAME, Workspace
@@ -207,9 +207,15 @@ class Kernel:
         with contextlib.suppress(Exception):
             if kc is not None:
                 kc.stop_channels()
+        # The launcher leads the kernel's session: whatever the kernel started is in it (the
+        # fence forbids setsid; the boundary's PID namespace ends them anyway), ended with it.
+        session = getattr(getattr(km, "provisioner", None), "pid", None) if km is not None else None
         with contextlib.suppress(Exception):
             if km is not None:
                 km.shutdown_kernel(now=True)
+        if isinstance(session, int):
+            with contextlib.suppress(Exception):
+                isolation.end_processes(session=session)
 
     def shut_down(self) -> None:
         """End the current kernel process (the workspace is the caller's to remove)."""

@@ -24,7 +24,9 @@ can neither write nor read, and run as a script: the kernel never has the autogr
    sockets only in its socket folder; no TCP; no signals or abstract sockets beyond itself.
 
 ``fence`` mode (no Landlock: macOS, old kernels, some containers) keeps the older, weaker fence:
-a memory cap and a Python audit hook. It is reported as such in grades.csv and the class report.
+a memory cap and a Python audit hook, and natively (:func:`enter_fence`) never root, no network
+(the seccomp socket filter works without Landlock) and no way out of the kernel's session. It is
+reported as such in grades.csv and the class report.
 
 In both modes an audit hook refuses what a notebook has no reason to do (course files, process
 creation, signals to others): in boundary mode it only turns a denial into a clearer message.
@@ -189,23 +191,50 @@ def _seccomp_mode():
 DEVICES = ["/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"]
 
 
+def enter_fence(settings):
+    """The fence's native part, where the boundary cannot be had: never root (the kernel's own uid
+    when the grader is root; no kernel at all when it would stay root), no_new_privs, and the
+    seccomp filter (no socket family but Unix: no network; no setsid: every process the kernel
+    starts stays in its session, which the grader ends whole). Returns whether the network is
+    closed; sets what was applied in grades.csv's words."""
+    iso = autograder_isolation
+    uid = settings.uid
+    if uid is None and os.geteuid() == 0:
+        print(
+            "autograder sandbox: refusing to run a notebook as root: the fence has no uid of its "
+            "own to give this kernel",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(72)
+    if uid is not None:  # the grader's private files are closed to this uid
+        iso.drop_to_user(uid, settings.gid)
+    iso.set_no_new_privs()
+    applied = ["fence"]
+    try:
+        iso.install_seccomp_filter(fence=True)
+        applied.append("seccomp")
+    except OSError:  # no table for this architecture, or no seccomp: the network stays open
+        pass
+    if uid is not None:
+        applied.append("uid")
+    os.environ[APPLIED] = "+".join(applied)
+    return "seccomp" in applied
+
+
 def run_kernel(settings):
     install_fence(settings)
     os.environ.pop("JPY_PARENT_PID", None)  # process 1 has no parent to poll
+    network_closed = settings.mode == "boundary"
     if settings.mode != "boundary":
-        uid = settings.uid
-        # the fence as root: a uid of its own, which cannot read the grader's private files
-        if uid is not None:
-            autograder_isolation.drop_to_user(uid, settings.gid)
-            autograder_isolation.set_no_new_privs()
-        os.environ[APPLIED] = "fence" + ("+uid" if uid is not None else "")
+        network_closed = enter_fence(settings)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
     for name in [name for name in sys.modules if name == "autograder_isolation"]:
         del sys.modules[name]
     if settings.probe:
         os._exit(0)
-    if settings.mode == "boundary":
+    if network_closed:
         # ipykernel forwards the output of forked children through a TCP pipe on 127.0.0.1, and
         # libzmq aborts the process when it cannot make an IP socket (the seccomp filter): no pipe.
         from ipykernel import iostream

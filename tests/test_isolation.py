@@ -227,8 +227,7 @@ def test_landlock_abi_is_reported_from_the_kernel():
         assert status.startswith(f"landlock-abi{abi}")
 
 
-def _kernel_probe(env: dict) -> str:
-    code = """
+_KERNEL_PROBE = """
         import tempfile
         from pathlib import Path
         from autograder.kernel import KernelSession, Limits
@@ -243,7 +242,10 @@ def _kernel_probe(env: dict) -> str:
                 print(session.isolation)
                 print(run.status, run.stdout.strip())
     """
-    result = run_child(code, env)
+
+
+def _kernel_probe(env: dict) -> str:
+    result = run_child(_KERNEL_PROBE, env)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -260,10 +262,110 @@ def test_a_kernel_runs_as_process_one_of_its_own_namespace_as_an_unprivileged_us
     assert "'data'" in run and "'tmp'" in run
 
 
-def test_the_fence_is_used_and_said_when_landlock_is_off():
-    status, run = _kernel_probe({"AUTOGRADER_ISOLATION": "fence"}).strip().splitlines()[-2:]
-    assert status.startswith("fence")
+@pytest.fixture(scope="module")
+def open_python():
+    """A Python every user can run (this machine's own may lie in root's closed home): what a
+    fence kernel under a uid of its own needs."""
+    from test_gradescope_guard import python_open_to_others
+
+    venv = python_open_to_others()
+    if venv is None:
+        pytest.skip("no Python here that another user could run")
+    yield str(venv / "bin" / "python")
+    import shutil
+
+    shutil.rmtree(venv, ignore_errors=True)
+
+
+def run_child_with(python: str, code: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``code`` in ``python`` (this checkout's autograder importable)."""
+    prelude = "import os, sys, ctypes, socket\nfrom autograder import isolation\n"
+    root = str(Path(__file__).resolve().parents[1])
+    return subprocess.run([python, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": root, **(env or {})})
+
+
+def test_the_fence_is_used_and_said_when_landlock_is_off(open_python):
+    result = run_child_with(open_python, _KERNEL_PROBE, {"AUTOGRADER_ISOLATION": "fence"})
+    assert result.returncode == 0, result.stderr
+    status, run = result.stdout.strip().splitlines()[-2:]
+    assert status.startswith("fence+seccomp")
     assert run.startswith("ok ")
+
+
+FENCE_ATTACK = '''
+import tempfile
+from pathlib import Path
+from autograder.kernel import KernelSession, Limits
+CELL = """
+import ctypes, os, socket
+print("uid", os.getuid())
+for family in (socket.AF_INET, socket.AF_INET6):
+    try:
+        socket.socket(family, socket.SOCK_STREAM)
+        print("socket", family, "opened")
+    except OSError as error:
+        print("socket", family, "refused", error.errno)
+libc = ctypes.CDLL(None, use_errno=True)
+print("libc socket", libc.socket(2, 1, 0))
+pid = libc.fork()
+if pid == 0:
+    libc.setsid()
+    libc.prctl(15, b"bpe-survivor", 0, 0, 0)
+    libc.sleep(600)
+    libc._exit(0)
+print("forked", pid)
+"""
+with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
+    with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as session:
+        run = session.run_cell(CELL, capture=True)
+        print(session.isolation)
+        print(run.stdout)
+'''
+
+
+def survivors() -> set[str]:
+    return set(subprocess.run(["pgrep", "-x", "bpe-survivor"], capture_output=True, text=True).stdout.split())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the fence's own uid needs root")
+def test_the_fence_closes_the_network_and_ends_a_child_that_left_the_session(open_python):
+    """From a red-team run: a fence kernel sent every call's arguments to 127.0.0.1, and a child
+    started with libc fork() and setsid() was still running 91 s after grading."""
+    before = survivors()
+    result = run_child_with(open_python, FENCE_ATTACK, {"AUTOGRADER_ISOLATION": "fence"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "fence+seccomp+uid" in out, out
+    assert "opened" not in out and "libc socket -1" in out, out
+    assert "forked" in out, out
+    uid = int(next(line.split()[1] for line in out.splitlines() if line.startswith("uid ")))
+    assert uid >= 1_000_000
+    assert not survivors() - before, "a child of the kernel outlived its grading"
+    assert not isolation.processes_where(uid=uid)
+
+
+def test_a_fence_kernel_that_would_run_as_root_is_refused():
+    """This machine's Python lies in root's home (mode 700): a kernel under a uid of its own could
+    not run it. The fence used to give it none, and the notebook ran as uid 0."""
+    from autograder.kernel_boundary import _closed_to_others
+
+    if os.geteuid() != 0 or _closed_to_others([Path(sys.executable).resolve()]) is None:
+        pytest.skip("needs root and a Python in a folder closed to other users")
+    code = """
+        import tempfile
+        from pathlib import Path
+        from autograder.kernel import KernelSession, Limits, IsolationUnavailable
+        with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
+            try:
+                with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as session:
+                    print("ran as", session.run_cell("import os; print(os.getuid())", capture=True).stdout)
+            except IsolationUnavailable as error:
+                print("refused:", error)
+    """
+    result = run_child(code, {"AUTOGRADER_ISOLATION": "fence"})
+    assert "ran as" not in result.stdout, result.stdout
+    assert "refused:" in result.stdout and "would run as root" in result.stdout, result.stdout + result.stderr[-2000:]
 
 
 def test_require_isolation_refuses_the_fence():

@@ -21,13 +21,17 @@ def scores(results):
 
 def test_workers_and_dask_cluster_give_the_sequential_scores(toy_folder, tmp_path):
     from distributed import LocalCluster
+    from distributed.security import Security
 
     sequential = scores(grade_folder(toy_folder, tmp_path / "seq", workers=1, progress=False))
     assert len(sequential) == len(list(toy_folder.glob("*.ipynb"))) >= 6
     parallel = scores(grade_folder(toy_folder, tmp_path / "par", workers=2, progress=False))
     assert parallel == sequential
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        distributed = scores(grade_folder(toy_folder, tmp_path / "dask", scheduler=cluster.scheduler_address, progress=False))
+    security = Security.temporary()  # TLS with client certificates: the one way to a scheduler
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, protocol="tls://",
+                      security=security) as cluster:
+        distributed = scores(grade_folder(toy_folder, tmp_path / "dask", scheduler=cluster.scheduler_address,
+                                          security=security, progress=False))
     assert distributed == sequential
 
 

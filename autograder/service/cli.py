@@ -80,20 +80,13 @@ def settings_from(args):
             "network in the clear. Serve on 127.0.0.1 behind a TLS reverse proxy "
             "(docs/SERVICE.md), give --https-cert and --https-key, or pass --insecure"
         )
-    security = None
-    if args.scheduler:
-        from autograder.batch import InsecureScheduler, dask_security
+    from autograder.batch import InsecureScheduler
+    from autograder.cli import UsageError, dask_arguments
 
-        try:
-            security = dask_security(
-                args.scheduler,
-                args.tls_ca_file,
-                args.tls_cert,
-                args.tls_key,
-                args.insecure_scheduler,
-            )
-        except InsecureScheduler as error:
-            raise Stop(str(error)) from None
+    try:
+        scheduler, security = dask_arguments(args)
+    except (InsecureScheduler, UsageError) as error:
+        raise Stop(str(error)) from None
     lti_config = Path(args.lti) if args.lti else None
     if lti_config is not None:
         from autograder.service.lti.tool import ConfigError, load
@@ -121,8 +114,10 @@ def settings_from(args):
         deadlines=deadlines,
         counted=args.counted,
         workers=args.workers,
-        scheduler=args.scheduler,
+        scheduler=scheduler,
         dask_security=security,
+        local_cluster=args.local_cluster,
+        allow_fence=args.allow_fence,
         grading=Settings.from_arguments(args),
         log_level=args.log_level,
     )
@@ -154,6 +149,8 @@ def _serve(args) -> int:
     graders = (
         f"a Dask cluster at {settings.scheduler}"
         if settings.scheduler
+        else f"a local Dask cluster over TLS ({settings.workers} workers)"
+        if settings.local_cluster
         else f"{settings.workers} local grading process{'es' if settings.workers != 1 else ''}"
     )
     print(
@@ -389,20 +386,9 @@ def add_commands(commands, course) -> None:
         help="local grading processes (default: twice the cores, as grade: about a quarter of "
              "grading is waiting on kernels)",
     )
-    serve.add_argument(
-        "--scheduler",
-        help="grade on a Dask cluster instead: the scheduler's address (tls://host:8786)",
-    )
-    serve.add_argument(
-        "--tls-ca-file", help="Dask: the CA certificate of the scheduler and workers"
-    )
-    serve.add_argument("--tls-cert", help="Dask: this client's certificate")
-    serve.add_argument("--tls-key", help="Dask: this client's private key")
-    serve.add_argument(
-        "--insecure-scheduler",
-        action="store_true",
-        help="Dask: allow a scheduler on another machine without TLS and client certificates",
-    )
+    from autograder.cli import add_dask_arguments
+
+    add_dask_arguments(serve)  # --scheduler tls://..., --tls-dir, --local-cluster, --allow-fence
     serve.add_argument(
         "--max-upload-mb", type=float, default=20, help="largest notebook taken, in MB (default 20)"
     )

@@ -50,6 +50,7 @@ class Event:
     job: queue.Job
     result: GradeResult | None = None  # done
     lost: str | None = None  # why its grading process was lost
+    back: bool = False  # its worker cannot grade: back to the queue, uncounted
 
 
 # A job graded this long is waiting, sleeping or looping (an honest grading of the course's labs
@@ -129,28 +130,65 @@ class LocalRunner:
 
 
 class DaskRunner:
-    """A Dask cluster: one task per job (the cluster's threads are its slots)."""
+    """A Dask cluster over TLS: one task per job, on the workers that pass the check
+    (``dask_grading.Rotation``: the course imports, the boundary, or ``--allow-fence``); its slots
+    are theirs, counted again every :data:`CHECK_SECONDS` (0: none, and /health says 503)."""
 
     kind = "dask"
+    CHECK_SECONDS = 10.0
 
-    def __init__(self, scheduler: str, security, size: int):
+    def __init__(self, scheduler: str, security, size: int, allow_fence: bool = False):
         from distributed import Client
 
+        from autograder.course import current
+        from autograder.dask_grading import Rotation
+
+        from autograder.batch import dask_security
+
+        security = dask_security(scheduler, security=security)  # TLS with a certificate only
         self.client = Client(scheduler, security=security, timeout=30)
-        threads = sum(self.client.nthreads().values())
-        self.size = max(1, threads or size)
+        self.course_spec, self.allow_fence = current().spec, allow_fence
+        self.rotation = Rotation(self.client, self.course_spec, allow_fence, 30.0,
+                                 say=lambda line: log.warning("%s", line))
+        self.checked = float("-inf")
         self.futures: dict = {}
+        self.size = 0
+        self.check()
+
+    def check(self) -> int:
+        """Ask the workers again (new ones join, a checked one keeps its answer); the slots."""
+        now = time.monotonic()
+        if now - self.checked >= self.CHECK_SECONDS:
+            self.checked = now
+            told = dict(self.rotation.out or {})
+            self.rotation.out = {a: r for a, r in told.items() if "did not answer" not in r}
+            try:
+                self.rotation._ask()
+            except Exception as error:  # the scheduler is away: no slots until it is back
+                log.warning("the Dask scheduler could not be asked for workers (%s)",
+                            type(error).__name__)
+                self.rotation.fit = frozenset()
+            for address, reason in (self.rotation.out or {}).items():
+                if address not in told:
+                    log.warning("Dask worker %s takes no jobs: %s", address, reason)
+            nthreads = self.client.nthreads() if self.rotation.fit else {}
+            self.size = sum(nthreads.get(address, 1) for address in self.rotation.fit)
+        return self.size
 
     def free(self) -> int:
-        return self.size - len(self.futures)
+        return self.check() - len(self.futures)
 
     def start(self, job: queue.Job, settings) -> int | None:
+        from autograder.dask_grading import grade_on_worker
+
         future = self.client.submit(
+            grade_on_worker,
             grade_notebook_within_time,
-            job.notebook,
-            job.file_name,
-            job.student_id,
-            settings,
+            (job.notebook, job.file_name, job.student_id, settings),
+            self.course_spec,
+            self.allow_fence,
+            workers=sorted(self.rotation.fit),
+            allow_other_workers=False,
             pure=False,
             retries=0,
             key=f"submission-{job.id}-claim-{job.claims}-{uuid.uuid4().hex[:8]}",
@@ -160,6 +198,8 @@ class DaskRunner:
 
     def wait(self, timeout: float, wake=None) -> list[Event]:
         from distributed import wait as dask_wait
+
+        from autograder.dask_grading import WorkerUnfit
 
         if not self.futures:
             if wake is not None and wait([wake], timeout=timeout):
@@ -180,6 +220,10 @@ class DaskRunner:
             job = self.futures.pop(future)
             try:
                 events.append(Event(job, result=future.result()))
+            except WorkerUnfit as unfit:  # out of rotation; the job goes back, uncounted
+                self.rotation.take_out(unfit.worker, unfit.reason)
+                self.size = max(0, self.size - 1)
+                events.append(Event(job, back=True))
             except Exception as error:  # a worker lost (KilledWorker), the cluster failing
                 events.append(Event(job, lost=f"the Dask worker failed ({type(error).__name__})"))
         return events
@@ -204,6 +248,8 @@ def _record(db: Database, grader_id: str, event: Event) -> None:
             event.result.seconds,
             "" if kept else " (not kept: no longer claimed by this process)",
         )
+    elif event.back:  # its worker cannot grade: back to the queue, uncounted
+        queue.give_back(db, grader_id, event.job.id)
     elif event.lost is not None:  # (an event is a result or a loss)
         outcome = queue.lost(db, grader_id, event.job, event.lost)
         log.warning(
@@ -226,11 +272,23 @@ def run(settings: ServiceSettings, wake=None) -> int:
         grading = replace(grading, denied=tuple(grading.denied) + tuple(
             Path(f"{path}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")))
     runner: DaskRunner | LocalRunner
-    if settings.scheduler:
-        runner = DaskRunner(settings.scheduler, settings.dask_security, settings.workers)
+    cluster = None
+    if settings.local_cluster:
+        from autograder.dask_tls import LocalTLSCluster
+
+        cluster = LocalTLSCluster(settings.workers).start()
+        runner = DaskRunner(cluster.address, cluster.security, settings.workers,
+                            settings.allow_fence)
+    elif settings.scheduler:
+        runner = DaskRunner(settings.scheduler, settings.dask_security, settings.workers,
+                            settings.allow_fence)
     else:
         runner = LocalRunner(settings.workers, grading, memory_bytes=grading.worker_memory_bytes,
                              long_seconds=settings.long_job_seconds)
+        unfit = local_unfit(settings.allow_fence)
+        if unfit:  # takes no jobs: /health says 503
+            log.error("this machine takes no jobs: %s", unfit)
+            runner.size = 0
     queue.register(db, grader_id, runner.kind, runner.size)
     stopping: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
@@ -260,7 +318,7 @@ def run(settings: ServiceSettings, wake=None) -> int:
                 held = []
                 moment = time.monotonic()
                 if moment - beat >= HEARTBEAT_SECONDS or outage is not None:
-                    queue.heartbeat(db, grader_id)
+                    queue.heartbeat(db, grader_id, workers=runner.size)
                     beat = moment
                 if moment - orphans >= ORPHANS_SECONDS:
                     queue.recover_orphans(db)
@@ -297,7 +355,22 @@ def run(settings: ServiceSettings, wake=None) -> int:
         except DATABASE_DOWN:  # its jobs are orphans: the next grading process gives them back
             log.warning("the database is unreachable: this process's jobs wait for the next one")
         db.close()
+        if cluster is not None:
+            cluster.stop()
     return code
+
+
+def local_unfit(allow_fence: bool) -> str | None:
+    """Why this machine's kernels may not grade the service's jobs (root, or the fence without
+    ``--allow-fence``), or None."""
+    from autograder.kernel_boundary import full_boundary, isolation_status, refused
+
+    status = isolation_status()
+    if refused(status):
+        return f"its kernels would run as root ({status})"
+    if not full_boundary(status) and not allow_fence:
+        return f"its kernels get less than the boundary ({status}); serve --allow-fence grades here"
+    return None
 
 
 def main(settings: ServiceSettings, wake=None) -> None:

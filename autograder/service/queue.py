@@ -68,11 +68,15 @@ def register(db: Database, grader_id: str, kind: str, workers: int) -> None:
         )
 
 
-def heartbeat(db: Database, grader_id: str, ready: bool = True) -> None:
+def heartbeat(db: Database, grader_id: str, ready: bool = True, workers: int | None = None
+              ) -> None:
+    """The grading process is alive; ``workers``: how many workers it can grade on now (a Dask
+    cluster's that passed the check; 0: none, and /health says 503)."""
+    values: dict = {"last_seen": now(), "ready": ready}
+    if workers is not None:
+        values["workers"] = workers
     with db.writing() as session:
-        session.execute(
-            update(Grader).where(Grader.id == grader_id).values(last_seen=now(), ready=ready)
-        )
+        session.execute(update(Grader).where(Grader.id == grader_id).values(**values))
 
 
 def stopped(db: Database, grader_id: str) -> None:

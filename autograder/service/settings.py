@@ -61,6 +61,8 @@ class ServiceSettings:
     scheduler: str | None = None  # a Dask scheduler instead of local processes
     # distributed.security.Security, see autograder.batch.dask_security
     dask_security: object | None = None
+    local_cluster: bool = False  # serve --local-cluster: a TLS scheduler and workers of its own
+    allow_fence: bool = False  # let workers whose kernels get only the fence grade
     grading: Settings = field(default_factory=Settings)
     session_hours: float = 12.0
     # how often an idle grading process looks at the queue (it is also woken)

@@ -4,6 +4,9 @@ grading on a Dask cluster (a real local one, on loopback)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from datetime import timedelta
 
 import pytest
@@ -86,10 +89,48 @@ def test_a_mistake_gets_one_line_and_exit_code_2(tmp_path, args, said):
 
 
 def test_grading_on_a_dask_cluster(tmp_path):
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, scheduler_port=free_port()) as cluster:
-        server = make_service(tmp_path / "dask", "--scheduler", cluster.scheduler_address, students=["d001"])
+    from autograder.dask_tls import LocalTLSCluster
+
+    with LocalTLSCluster(1) as cluster:  # `dask scheduler` and `dask worker` over TLS
+        server = make_service(tmp_path / "dask", "--scheduler", cluster.address, "--tls-dir",
+                              str(cluster.certs.folder), students=["d001"])
         result = one_result(server, "d001")
     assert result["status"] == "graded" and result["score"] == 9
     assert "1 dask slot(s)" in server.log.read_text(encoding="utf-8")
+
+
+def test_health_says_503_while_no_dask_worker_can_grade_and_200_once_one_joins(tmp_path):
+    """Was: with no worker at all, jobs sat in `grading` while /health said ok."""
+    import httpx
+
+    from autograder.dask_tls import LocalTLSCluster
+
+    with LocalTLSCluster(0) as cluster:  # a scheduler, no worker yet
+        server = make_service(tmp_path / "dask", "--scheduler", cluster.address, "--tls-dir",
+                              str(cluster.certs.folder), students=["d001"])
+        log = open(server.log, "a", encoding="utf-8")
+        server.process = subprocess.Popen([sys.executable, *server.program, "serve", *server.args], stdout=log,
+                                          stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            def health(want: str, seconds: float = 90) -> tuple[int, dict]:
+                deadline = time.monotonic() + seconds
+                seen = None
+                while time.monotonic() < deadline:
+                    assert server.process.poll() is None, server.log.read_text()[-3000:]
+                    try:
+                        answer = httpx.get(f"{server.url}/health", timeout=5)
+                        seen = (answer.status_code, answer.json())
+                        if seen[1].get("status") == want:
+                            return seen
+                    except httpx.HTTPError:
+                        pass
+                    time.sleep(0.3)
+                raise AssertionError(f"/health never said {want!r}: {seen}\n{server.log.read_text()[-2000:]}")
+
+            code, body = health("no workers")
+            assert code == 503 and body["workers"] == 0
+            cluster.add_worker()
+            code, body = health("ok")
+            assert code == 200 and body["workers"] == 1
+        finally:
+            server.stop()

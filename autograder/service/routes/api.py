@@ -209,12 +209,14 @@ def health(request: Request):
     except (OperationalError, InterfaceError):
         return JSONResponse({"status": "database_unavailable", "database": "unreachable",
                              "grading": "unknown"}, status_code=503)
+    workers = sum(g.workers for g in graders)
     data = {
-        "status": "ok" if graders else "starting",
+        "status": "ok" if workers else "no workers" if graders else "starting",
         "database": "ok",
-        "grading": "ok" if graders else "starting",
-        "graders": sum(g.workers for g in graders),
+        "grading": "ok" if workers else "no workers" if graders else "starting",
+        "graders": workers,
+        "workers": workers,  # that can grade now: a Dask cluster's that passed the check
         "queue": waiting,
         "max_upload_bytes": request.app.state.settings.max_upload_bytes,
     }
-    return JSONResponse(data, status_code=200 if graders else 503)
+    return JSONResponse(data, status_code=200 if workers else 503)
