@@ -129,6 +129,9 @@ class LocalRunner:
         return jobs
 
 
+ADOPTABLE = "bpe-submission-"  # the published name of a job's Dask task: its id follows
+
+
 class DaskRunner:
     """A Dask cluster over TLS: one task per job, on the workers that pass the check
     (``dask_grading.Rotation``: the course imports, the boundary, or ``--allow-fence``); its slots
@@ -193,8 +196,37 @@ class DaskRunner:
             retries=0,
             key=f"submission-{job.id}-claim-{job.claims}-{uuid.uuid4().hex[:8]}",
         )
+        # published: the scheduler keeps the task (and its result) if this process dies, for the
+        # next grading process to adopt instead of grading the job again
+        self.client.publish_dataset(future, name=f"{ADOPTABLE}{job.id}", override=True)
         self.futures[future] = job
         return None
+
+    def adopt(self, db: Database, grader_id: str) -> list[queue.Job]:
+        """The tasks a grading process before this one left on the cluster (the service restarted):
+        each whose job that process still held is adopted (its result will be this process's, and
+        it holds a slot now); any other is cancelled. Before any slot is counted free."""
+        adopted = []
+        for name in self.client.list_datasets():
+            if not str(name).startswith(ADOPTABLE):
+                continue
+            future = self.client.get_dataset(name)
+            job = queue.adopt(db, grader_id, int(str(name)[len(ADOPTABLE):]))
+            if job is None:  # finished, or another live grader's: not ours to keep
+                future.cancel()
+                self._forget(job_id=int(str(name)[len(ADOPTABLE):]))
+                continue
+            self.futures[future] = job
+            adopted.append(job)
+            log.info("submission %s: its Dask task, left by a grading process that ended, is "
+                     "adopted (not graded again)", job.id)
+        return adopted
+
+    def _forget(self, job_id: int) -> None:
+        try:
+            self.client.unpublish_dataset(f"{ADOPTABLE}{job_id}")
+        except Exception:  # gone already (the scheduler restarted, or never published)
+            pass
 
     def wait(self, timeout: float, wake=None) -> list[Event]:
         from distributed import wait as dask_wait
@@ -218,6 +250,7 @@ class DaskRunner:
         events = []
         for future in [future for future in self.futures if future.done()]:
             job = self.futures.pop(future)
+            self._forget(job.id)
             try:
                 events.append(Event(job, result=future.result()))
             except WorkerUnfit as unfit:  # out of rotation; the job goes back, uncounted
@@ -230,8 +263,9 @@ class DaskRunner:
 
     def close(self) -> list[queue.Job]:
         jobs = list(self.futures.values())
-        for future in self.futures:
+        for future, job in self.futures.items():
             future.cancel()
+            self._forget(job.id)
         self.futures = {}
         self.client.close()
         return jobs
@@ -299,6 +333,8 @@ def run(settings: ServiceSettings, wake=None) -> int:
         guard = CourseGuard(course_files())
         tempdirs.sweep()  # what a killed server left: its kernels' folders and cgroups
         tempdirs.sweep_cgroups()
+        if isinstance(runner, DaskRunner):  # before orphans are counted, and slots free
+            runner.adopt(db, grader_id)
         for job_id, outcome in queue.recover_orphans(db):
             log.info("submission %s: its grading process is gone: %s", job_id, outcome)
         queue.heartbeat(db, grader_id, ready=True)

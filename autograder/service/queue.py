@@ -175,6 +175,32 @@ def claim(db: Database, grader_id: str) -> Job | None:
     return None
 
 
+def adopt(db: Database, grader_id: str, job_id: int) -> Job | None:
+    """The job, now held by ``grader_id`` with its claim unchanged, if it is being graded for a
+    grading process that is gone (its Dask task still runs: adopted, not graded again); else
+    None."""
+    with db.reading() as session:
+        row = session.get(Submission, job_id)
+        if row is None or row.status != GRADING:
+            return None
+        claimer = row.claimed_by
+        if claimer == grader_id:
+            return Job(row.id, row.student_id, row.lab, row.file_name, b"", row.claims)
+        if claimer is not None and alive(session.get(Grader, claimer)):
+            return None
+    with db.writing() as session:
+        won = rowcount(session.execute(
+            update(Submission)
+            .where(Submission.id == job_id, Submission.status == GRADING,
+                   Submission.claimed_by.is_(None) if claimer is None
+                   else Submission.claimed_by == claimer)
+            .values(claimed_by=grader_id)
+        ))
+    if not won:
+        return None
+    return Job(row.id, row.student_id, row.lab, row.file_name, b"", row.claims)
+
+
 def set_worker(db: Database, job_id: int, pid: int | None) -> None:
     """Which process grades the job (shown to instructors; tests kill it)."""
     with db.writing() as session:

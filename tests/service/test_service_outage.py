@@ -158,3 +158,47 @@ def test_a_server_killed_twice_while_it_grades_charges_the_notebook_nothing(tmp_
     finally:
         server.stop()
     assert result["status"] == "graded" and result["score"] == 11, result  # was: error, "stopped ... twice"
+
+
+def test_after_a_restart_the_service_adopts_its_dask_tasks_and_grades_no_job_twice(tmp_path):
+    """A real TLS Dask cluster on loopback (one worker, one thread) outlives the service: killed
+    while the cluster grades a job, the service comes back, adopts the task still running (its
+    result is kept, its slot counted busy) and grades the job once; a classmate's job waits for the
+    slot instead of queueing behind a task the service believed gone (it was graded twice)."""
+    import sqlite3
+
+    from autograder.dask_tls import LocalTLSCluster
+
+    slow = nbformat.read(EXAMPLES / "toy-correct.ipynb", as_version=4)
+    slow.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(15)"))
+    with LocalTLSCluster(1) as cluster:
+        server = make_service(tmp_path / "dask", "--scheduler", cluster.address, "--tls-dir",
+                              str(cluster.certs.folder), "--rate", "0")
+        server.start()
+        try:
+            with server.client("s001") as client:
+                job = upload(client, content=nbformat.writes(slow).encode(), name="slow.ipynb").json()["id"]
+                deadline = time.monotonic() + 120
+                while client.get(f"/api/v1/submissions/{job}").json()["status"] != "grading":
+                    assert time.monotonic() < deadline
+                    time.sleep(0.1)
+            time.sleep(2)  # the task runs on the worker
+            server.process.send_signal(signal.SIGKILL)
+            server.process.wait(30)
+            server.stop()
+            server.start()
+            with server.client("s002") as client:
+                other = upload(client, EXAMPLES / "gpt2-correct.ipynb").json()["id"]
+                assert wait_result(client, other)["score"] == 10
+            with server.client("s001") as client:
+                result = wait_result(client, job)
+        finally:
+            server.stop()
+    with sqlite3.connect(server.db) as connection:
+        claims, interruptions, finished = connection.execute(
+            "SELECT claims, interruptions, finished_at FROM submissions WHERE id = ?", (job,)).fetchone()
+        (claimed_other,) = connection.execute("SELECT claimed_at FROM submissions WHERE id = ?", (other,)).fetchone()
+    assert result["status"] == "graded" and result["score"] == 11, result
+    assert (claims, interruptions) == (1, 0)  # adopted: neither claimed again nor recovered as an orphan
+    assert claimed_other >= finished  # the one slot was the adopted task's until it ended
+    assert "is adopted" in server.log.read_text(encoding="utf-8")
