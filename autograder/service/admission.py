@@ -1,21 +1,22 @@
-"""What an upload may cost before anything in it is trusted (docs/SERVICE.md, "What an upload
-costs").
+"""What an upload may cost before anything in it is trusted (docs/SERVICE.md, "What an upload may
+cost").
 
 Checked before a byte of the notebook is parsed, per student and overall:
 
 - one upload of a student's at a time is read and checked (a second at once: 429 ``busy``);
 - one upload larger than ``LARGE`` at a time is parsed by the whole web process (more wait their
   turn, their bodies on disk, not in memory);
-- a refused upload (not a notebook, not a lab, rate-limited...) counts against the student's rate
-  like an accepted one: once a student's refusals alone reach the rate, every upload of theirs is
-  refused before it is read, until the window moves on.
+- a refused upload (not a notebook, not a lab, late, one at a time) counts against the student's
+  rate like an accepted one: once a student's refusals alone reach the rate, every upload of theirs
+  is refused before its body is parsed (the route drains it unread), until the window moves on;
+  so is one of a student whose grading time for the hour is used.
 
 Then the parse itself is bounded by :func:`parse_cost`: what the file's JSON would cost as Python
 objects, estimated from counts of its structural bytes (C speed, no parse). A file whose estimate
 passes ``COST_FACTOR`` times its size (plus ``COST_ALLOWANCE``) is refused without being parsed: a
 notebook's JSON is mostly long strings, a file of millions of empty lists or one-character strings
-is not a notebook. The counts are my own few lines: a streaming JSON parser (ijson) would bound
-depth but not what the finished objects cost.
+is not a notebook. The file is counted in 1 MB blocks, never held whole. The counts are my own few
+lines: a streaming JSON parser (ijson) would bound depth but not what the finished objects cost.
 
 The refusals are kept in this process's memory (a restart forgets them: the accepted submissions,
 which are rows, are never forgotten).
@@ -60,9 +61,11 @@ def parse_cost(raw: bytes) -> int:
 
 def too_costly(raw: bytes) -> str | None:
     """Why ``raw`` is refused before it is parsed, or None."""
-    cost = parse_cost(raw)
-    if cost <= COST_FACTOR * len(raw) + COST_ALLOWANCE:
-        return None
+    over = parse_cost(raw) > COST_FACTOR * len(raw) + COST_ALLOWANCE
+    return too_costly_message() if over else None
+
+
+def too_costly_message() -> str:
     return (
         "the file is not a notebook: its JSON is made of millions of tiny pieces (lists, objects, "
         "short strings), not of cells; save the notebook from Jupyter, Colab or VS Code and submit "
@@ -133,7 +136,13 @@ class Busy(Exception):
     """The student has an upload being read and checked already."""
 
 
-def read_capped(path: Path) -> tuple[bytes, str | None]:
-    """The file's bytes and why it is refused before parsing (None: it may be parsed)."""
-    raw = Path(path).read_bytes()
-    return raw, too_costly(raw)
+def file_too_costly(path: Path, block: int = 1 << 20) -> str | None:
+    """:func:`too_costly` for a file, read in blocks (a large file is never held whole: freed
+    blocks of many MB would stay in the allocator's arenas, one per thread)."""
+    cost = size = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(block):
+            size += len(chunk)
+            # a '"' pair split across blocks is counted as two halves rounded up: never too low
+            cost += parse_cost(chunk)
+    return too_costly_message() if cost > COST_FACTOR * size + COST_ALLOWANCE else None

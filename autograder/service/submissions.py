@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from autograder.intake import read_submission
 from autograder.service import queue
-from autograder.service.admission import read_capped
+from autograder.service.admission import file_too_costly
 from autograder.service.database import Database
 from autograder.service.models import ERROR, GRADED, PENDING, QUEUED, Submission
 from autograder.service.results import grading_seconds
@@ -144,7 +144,7 @@ def accept(
     """Queue the notebook at ``path`` for ``student_id``, or raise :class:`Refused`. ``refused``:
     when the student's uploads were refused in the rate's window (they count against it)."""
     budget_check(db, settings, student_id)
-    _, too_costly = read_capped(path)
+    too_costly = file_too_costly(path)
     if too_costly is not None:
         raise Refused(422, f"this file cannot be graded: {too_costly}", "not_a_notebook")
     intake = read_submission(path, student_id)
