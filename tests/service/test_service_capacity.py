@@ -280,3 +280,50 @@ def test_sleeping_notebooks_of_several_students_hold_up_no_classmate(tmp_path):
         server.stop()
     assert result["status"] == "graded", result
     assert [statuses[number] for number in sleepers] == ["grading", "grading"], statuses
+
+
+def test_a_class_with_attackers_loses_nothing_and_charges_no_honest_job(tmp_path):
+    """A scaled-down deadline (benchmarks/bench_service.py --attackers has the figures): six honest
+    students hand in while two attackers send finding 1's file and keep sleeping notebooks waiting
+    in three labs. Every honest job gets its one exact result; no attacker ever holds two slots; the
+    web process stays small. Correctness only: no time is asserted."""
+    server = make_service(tmp_path / "class", "--workers", "2", "--rate", "10/hour", "--long-job-seconds", "5")
+    server.start()
+    most: dict[str, int] = {}
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch_slots, args=(server, most, stop))
+    watcher.start()
+    honest = {"s003": ("toy-correct", 11), "s004": ("gpt2-correct", 10), "s005": ("toy-merge-overlaps", 9),
+              "s006": ("gpt2-correct", 10), "s007": ("toy-correct", 11), "s009": ("toy-merge-overlaps", 9)}
+    bomb = nested_empty_lists(int(19.5 * MB))
+
+    def attack(student):
+        with server.client(student) as client:
+            answers = [upload(client, content=bomb, name="lists.ipynb").status_code]
+            for example in ("toy-correct", "gpt2-correct", "ny-correct"):
+                answers.append(upload(client, content=_sleeping(example, 40), name="sleep.ipynb").status_code)
+            return answers
+
+    def hand_in(student):
+        example, score = honest[student]
+        with server.client(student) as client:
+            answer = upload(client, EXAMPLES / f"{example}.ipynb")
+            assert answer.status_code == 202, answer.text
+            return wait_result(client, answer.json()["id"], seconds=300), score
+
+    try:
+        with PeakMemory(server.process.pid, server.url) as measured, ThreadPoolExecutor(8) as pool:
+            attacks = [pool.submit(attack, student) for student in ("s001", "s002")]
+            results = list(pool.map(hand_in, honest))
+            attacked = [future.result() for future in attacks]
+    finally:
+        stop.set()
+        watcher.join(10)
+        server.stop()
+    assert all(answers == [422, 202, 202, 202] for answers in attacked), attacked
+    for result, score in results:
+        assert result["status"] == "graded" and result["score"] == score, result
+    assert most.get("s001", 0) <= 1 and most.get("s002", 0) <= 1, most
+    assert measured.peak < 500 * MB and measured.health_failures == 0
+    honest_rows = [row for row in rows(server) if row[1] in honest]
+    assert len(honest_rows) == len(honest) and all(row[4] == 1 for row in honest_rows)  # graded once each
