@@ -169,6 +169,9 @@ def _serve(args) -> int:
     import uvicorn
 
     from autograder.service.app import create_app
+    from autograder.service.private import compact_allocator
+
+    compact_allocator()  # the web process stays small whatever is uploaded (admission.py)
 
     uvicorn.run(
         create_app(settings),

@@ -46,3 +46,24 @@ def narrow(path: Path) -> list[Path]:
         log.warning("the database files %s were readable by others: now owner-only",
                     ", ".join(str(file) for file in narrowed))
     return narrowed
+
+
+def compact_allocator(arenas: int = 2, mmap_threshold: int = 256 * 1024) -> bool:
+    """glibc's allocator for a web process that handles large uploads in many threads: at most
+    ``arenas`` arenas (it makes up to 8 per core, each keeping what it once held), and blocks over
+    ``mmap_threshold`` mapped apart and given back when freed (by default the threshold grows with
+    the largest block freed, so a refused 20 MB upload's buffers stay). Returns whether it was set
+    (glibc only)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    m_arena_max, m_mmap_threshold = -8, -3  # <malloc.h>
+    return bool(mallopt(m_arena_max, arenas)) and bool(mallopt(m_mmap_threshold, mmap_threshold))
