@@ -24,6 +24,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import cast
 
+import psutil
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -56,8 +57,11 @@ class Event:
 # A job graded this long is waiting, sleeping or looping (an honest grading of the course's labs
 # takes seconds): it keeps its process and its time limit, but no longer holds a slot, so that a
 # few students' sleeping notebooks hold up no classmate (at most OVERCOMMIT times the slots run).
-# (ServiceSettings.long_job_seconds, 60 s by default)
+# (ServiceSettings.long_job_seconds, 60 s by default). So does one that sleeps or waits: its
+# grading process and kernel used under IDLE_SHARE of a core over IDLE_SECONDS (an honest grading
+# computes all along).
 OVERCOMMIT = 3
+IDLE_SECONDS, IDLE_SHARE = 10.0, 0.02
 
 
 class LocalRunner:
@@ -81,27 +85,48 @@ class LocalRunner:
         self.jobs: dict[int, queue.Job] = {}
         self.started: dict[int, float] = {}
         self.long_seconds = long_seconds
+        self.pids: dict[int, int] = {}
+        # job -> (when, its CPU seconds then, idle over the look before)
+        self.cpu: dict[int, tuple[float, float, bool]] = {}
 
     def free(self) -> int:
         """Slots free now: ``size``, less the jobs graded for less than ``long_seconds``, with at
         most :data:`OVERCOMMIT` times ``size`` processes grading at once."""
         moment = time.monotonic()
-        long = sum(1 for started in self.started.values() if moment - started >= self.long_seconds)
+        long = sum(1 for job_id, started in self.started.items()
+                   if moment - started >= self.long_seconds or self._idle(job_id, moment))
         self.pool.size = min(self.size + long, self.size * OVERCOMMIT)
         return self.pool.free()
+
+    def _idle(self, job_id: int, moment: float) -> bool:
+        """Did the job's grading process, with its kernel, use almost no CPU over its last
+        IDLE_SECONDS? (Looked at once per IDLE_SECONDS.)"""
+        since, first, idle = self.cpu.get(job_id, (float("-inf"), 0.0, False))
+        if moment - since < IDLE_SECONDS or job_id not in self.pids:
+            return idle
+        try:
+            process = psutil.Process(self.pids[job_id])
+            used = sum(sum(p.cpu_times()[:2]) for p in [process, *process.children(recursive=True)])
+        except psutil.Error:
+            return False
+        idle = since > float("-inf") and used - first < IDLE_SHARE * (moment - since)
+        self.cpu[job_id] = (moment, used, idle)
+        return idle
 
     def start(self, job: queue.Job, settings) -> int | None:
         args = NotebookJob(job.notebook, job.file_name, job.student_id, settings)
         pid = self.pool.submit(Job(job.id, args, attempt=job.claims, name=job.file_name))
         self.jobs[job.id] = job
         self.started[job.id] = time.monotonic()
+        self.pids[job.id] = pid
         return pid
 
     def wait(self, timeout: float, wake=None) -> list[Event]:
         events = []
         for event in self.pool.wait(timeout, wake):
             job = self.jobs.pop(event.job.id)
-            self.started.pop(event.job.id, None)
+            for known in (self.started, self.pids, self.cpu):
+                known.pop(event.job.id, None)
             if event.outcome is Outcome.DONE:
                 events.append(Event(job, result=cast(GradeResult, event.result)))
             elif event.outcome is Outcome.FAILED:
@@ -125,7 +150,8 @@ class LocalRunner:
     def close(self) -> list[queue.Job]:
         """End every grading process; returns the jobs they were grading."""
         self.pool.close()
-        jobs, self.jobs, self.started = list(self.jobs.values()), {}, {}
+        jobs = list(self.jobs.values())
+        self.jobs, self.started, self.pids, self.cpu = {}, {}, {}, {}
         return jobs
 
 

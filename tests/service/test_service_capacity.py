@@ -262,10 +262,10 @@ def test_a_killed_servers_kernel_cgroups_are_swept_at_start(tmp_path):
 
 def test_sleeping_notebooks_of_several_students_hold_up_no_classmate(tmp_path):
     """Two attackers (two students, one slot each) with notebooks that sleep, one grading slot: a
-    job graded past --long-job-seconds no longer holds its slot, so a classmate is graded while both
-    still sleep (without it, the classmate waited for them: finding 2 with more than one attacker)."""
-    server = make_service(tmp_path / "coalition", "--workers", "1", "--rate", "0", "--grading-budget", "0",
-                          "--long-job-seconds", "3")
+    job that uses no CPU for 10 s (or is graded past --long-job-seconds) no longer holds its slot,
+    so a classmate is graded while both still sleep (without it, the classmate waited for them:
+    finding 2 with more than one attacker)."""
+    server = make_service(tmp_path / "coalition", "--workers", "1", "--rate", "0", "--grading-budget", "0")
     server.start()
     try:
         sleepers = []
