@@ -413,9 +413,9 @@ def add_commands(commands, course) -> None:
         type=float,
         default=60,
         metavar="SECONDS",
-        help="a notebook graded this long (sleeping, waiting, looping) no longer holds one of the "
-             "--workers slots: another grading process starts beside it, up to 3 times --workers "
-             "(default 60)",
+        help="a notebook graded this long (or idle for 10 s: sleeping, waiting) no longer holds "
+             "one of the --workers slots: another grading process starts beside it, up to 3 times "
+             "--workers (default 60)",
     )
     serve.add_argument(
         "--deadline",
