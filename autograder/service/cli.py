@@ -414,8 +414,8 @@ def add_commands(commands, course) -> None:
         default=60,
         metavar="SECONDS",
         help="a notebook graded this long (or idle for 10 s: sleeping, waiting) no longer holds "
-             "one of the --workers slots: another grading process starts beside it, up to 3 times "
-             "--workers (default 60)",
+             "one of the --workers slots: another grading process starts beside it (up to 3 times "
+             "--workers such; default 60)",
     )
     serve.add_argument(
         "--deadline",

@@ -56,7 +56,8 @@ class Event:
 
 # A job graded this long is waiting, sleeping or looping (an honest grading of the course's labs
 # takes seconds): it keeps its process and its time limit, but no longer holds a slot, so that a
-# few students' sleeping notebooks hold up no classmate (at most OVERCOMMIT times the slots run).
+# few students' sleeping notebooks hold up no classmate (at most OVERCOMMIT times the slots beside
+# them).
 # (ServiceSettings.long_job_seconds, 60 s by default). So does one that sleeps or waits: its
 # grading process and kernel used under IDLE_SHARE of a core over IDLE_SECONDS (an honest grading
 # computes all along).
@@ -90,12 +91,12 @@ class LocalRunner:
         self.cpu: dict[int, tuple[float, float, bool]] = {}
 
     def free(self) -> int:
-        """Slots free now: ``size``, less the jobs graded for less than ``long_seconds``, with at
-        most :data:`OVERCOMMIT` times ``size`` processes grading at once."""
+        """Slots free now: ``size``, less the jobs graded for less than ``long_seconds`` and not
+        idle, with at most :data:`OVERCOMMIT` times ``size`` long or idle ones beside them."""
         moment = time.monotonic()
         long = sum(1 for job_id, started in self.started.items()
                    if moment - started >= self.long_seconds or self._idle(job_id, moment))
-        self.pool.size = min(self.size + long, self.size * OVERCOMMIT)
+        self.pool.size = self.size + min(long, self.size * OVERCOMMIT)
         return self.pool.free()
 
     def _idle(self, job_id: int, moment: float) -> bool:
