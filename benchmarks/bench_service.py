@@ -8,12 +8,20 @@
    Prints p50 and p95 from submission to result (the server's own timestamps) and the throughput.
 3. The command line (``bpe-labs grade``) on the same files with the same number of workers.
 
+``--attackers N`` adds N students who attack the service during part 2 (issue 35), all at once:
+each sends a 19.5 MB notebook of nested empty lists three times at once (finding 1), keeps a
+sleeping notebook waiting in every lab, sending another each time one ends (finding 2), and guesses
+the instructor's password on the dashboard's sign-in form (finding 7). The report then gives the
+honest students' p50 and p95 separately, whether any honest job was lost or charged an error, and
+the web process's peak memory (sampled every 50 ms). Compare a run with ``--attackers 0``.
+
 The simulated students share the 2 cores with the server; real students' browsers and notebooks do
 not. So the client runs at a lower priority (``nice`` 10, after the server has started) and prints
 the CPU time it used; the command line in part 3 inherits that priority but runs alone.
 
     .venv/bin/python benchmarks/bench_service.py                      # 300 students x 3 within 5 minutes
     .venv/bin/python benchmarks/bench_service.py --students 30 --window 30   # a quick look
+    .venv/bin/python benchmarks/bench_service.py --no-cli --attackers 10     # with 10 attackers
 """
 from __future__ import annotations
 
@@ -33,10 +41,15 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
+import nbformat
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "submissions"
 LABS = {"toy_bpe": "toy", "gpt2_bpe": "gpt2", "ny_constitution": "ny"}
+# every lab, for the attackers' sleeping notebooks (one pending job per lab)
+ATTACKED = ["toy", "gpt2", "ny", "africa", "fast", "prep", "tok"]
+MB = 1024 * 1024
 
 
 def free_port() -> int:
@@ -104,13 +117,93 @@ async def student(client: httpx.AsyncClient, token: str, plan: list[tuple[float,
                 outcome["results"].append(item)
 
 
-async def load(url: str, tokens: dict[str, str], plans: dict[str, list], poll: float, connections: int) -> tuple[dict, float]:
-    outcome = {"sent": [], "refused": [], "results": [], "retried": []}
+def nested_empty_lists(size: int) -> bytes:
+    """Finding 1's upload: nested empty lists, under the 20 MB cap."""
+    head, tail, unit = b'{"cells": [', b"[]]}", b"[[[]],[]],"
+    return head + unit * ((size - len(head) - len(tail)) // len(unit)) + tail
+
+
+def sleeping(path: Path, seconds: float) -> bytes:
+    """Finding 2's notebook: a lab's notebook with added cells that sleep (a slot held at no CPU cost)."""
+    nb = nbformat.read(path, as_version=4)
+    for index in range(1, 12):
+        nb.cells.insert(index, nbformat.v4.new_code_cell(f"import time\ntime.sleep({seconds})"))
+    return nbformat.writes(nb).encode()
+
+
+async def attacker(client: httpx.AsyncClient, token: str, until: float, outcome: dict, sleep: float) -> None:
+    """Findings 1, 2 and 7 at once, until ``until`` (monotonic)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    bomb = nested_empty_lists(int(19.5 * MB))
+    notebooks = {prefix: sleeping(examples_of(prefix)[0], sleep) for prefix in ATTACKED}
+
+    async def bombs():
+        while time.monotonic() < until:
+            answers = await asyncio.gather(*(call(client, "POST", "/api/v1/submissions", outcome, headers=headers,
+                                                  files={"notebook": ("lists.ipynb", bomb)}) for _ in range(3)))
+            outcome["attacks"].extend(f"bomb {answer.status_code}" for answer in answers)
+            await asyncio.sleep(5)
+
+    async def sleepers():
+        while time.monotonic() < until:  # one pending job per lab: send again what is taken
+            for prefix, data in notebooks.items():
+                answer = await call(client, "POST", "/api/v1/submissions", outcome, headers=headers,
+                                    files={"notebook": (f"{prefix}.ipynb", data)})
+                outcome["attacks"].append(f"sleeper {answer.status_code}")
+            await asyncio.sleep(10)
+
+    async def guesses():
+        while time.monotonic() < until:
+            try:
+                form = await client.get("/dashboard/signin")
+                csrf = form.cookies.get("autograder_csrf", "")
+                field = form.text.split('name="csrf" value="')[1].split('"')[0] if 'name="csrf"' in form.text else ""
+                answer = await client.post("/dashboard/signin", data={"username": "prof", "password": f"guess{random.random()}",
+                                                                      "csrf": field},
+                                           headers={"Cookie": f"autograder_csrf={csrf}"})
+                outcome["attacks"].append(f"guess {answer.status_code}")
+            except httpx.HTTPError as error:
+                outcome["attacks"].append(f"guess {type(error).__name__}")
+            await asyncio.sleep(0.2)
+
+    await asyncio.gather(bombs(), sleepers(), guesses())
+
+
+async def load(url: str, tokens: dict[str, str], plans: dict[str, list], poll: float, connections: int,
+               attackers: list[str] = (), attack_seconds: float = 0, sleep: float = 55) -> tuple[dict, float]:
+    outcome = {"sent": [], "refused": [], "results": [], "retried": [], "attacks": []}
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client, \
+            httpx.AsyncClient(base_url=url, timeout=300) as hostile:
         started = time.monotonic()
-        await asyncio.gather(*(student(client, tokens[name], plan, started, outcome, poll) for name, plan in plans.items()))
+        await asyncio.gather(*(student(client, tokens[name], plan, started, outcome, poll) for name, plan in plans.items()),
+                             *(attacker(hostile, tokens[name], started + attack_seconds, outcome, sleep)
+                               for name in attackers))
     return outcome, time.monotonic() - started
+
+
+class PeakMemory:
+    """The web process's peak resident memory, sampled every 50 ms in a thread."""
+
+    def __init__(self, pid: int):
+        import threading
+
+        self.process, self.peak, self.done = psutil.Process(pid), 0, threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self):
+        while not self.done.is_set():
+            try:
+                self.peak = max(self.peak, self.process.memory_info().rss)
+            except psutil.Error:
+                return
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        self.done.set()
+        self.thread.join(5)
+        return self.peak
 
 
 def main() -> int:
@@ -126,6 +219,10 @@ def main() -> int:
     parser.add_argument("--cli-only", action="store_true",
                         help="only part 3: grade with bpe-labs grade the files a full run with these options sends")
     parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--rate", default="10/hour", help="the server's --rate (refused uploads count against it)")
+    parser.add_argument("--attackers", type=int, default=0, help="students attacking the service during the load (issue 35)")
+    parser.add_argument("--attack-sleep", type=float, default=55,
+                        help="seconds each of an attacker's added cells sleeps (just under the cell limit)")
     args = parser.parse_args()
     labs = list(LABS)
     files = {lab: examples_of(prefix) for lab, prefix in LABS.items()}
@@ -133,6 +230,7 @@ def main() -> int:
     # the load's plan has a generator of its own: --cli-only grades exactly the files a full run sends
     plan_rng = random.Random(args.seed)
     names = [f"u{number:04d}" for number in range(args.students + 1)]
+    attackers = [f"a{number:03d}" for number in range(args.attackers)]
     plans, every_file = {}, []
     for name in names[1:]:
         chosen = plan_rng.sample(labs, k=min(args.attempts, len(labs))) if args.attempts <= len(labs) else \
@@ -141,17 +239,18 @@ def main() -> int:
         plans[name] = plan
         every_file += [(name, lab_path) for _, lab_path in plan]
     folder = Path(tempfile.mkdtemp(prefix="bench-service-"))
-    (folder / "roster.csv").write_text("student_id\n" + "\n".join(names) + "\n", encoding="utf-8")
+    (folder / "roster.csv").write_text("student_id\n" + "\n".join(names + attackers) + "\n", encoding="utf-8")
     service_rate = None
     if not args.cli_only:
         db = folder / "service.db"
         autograder("tokens", "--roster", str(folder / "roster.csv"), "--db", str(db), "--out", str(folder / "tokens.csv"))
+        autograder("accounts", "add", "prof", "--role", "instructor", "--db", str(db), "--random-password")
         tokens = {row["student_id"]: row["token"] for row in csv.DictReader(open(folder / "tokens.csv", encoding="utf-8"))}
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         log = open(folder / "server.log", "w", encoding="utf-8")
         server = subprocess.Popen([sys.executable, "-m", "autograder", "serve", "--db", str(db), "--port", str(port),
-                                   "--workers", str(args.workers), "--rate", "0", "--log-level", "warning"],
+                                   "--workers", str(args.workers), "--rate", args.rate, "--log-level", "warning"],
                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.monotonic() + 120
@@ -163,6 +262,7 @@ def main() -> int:
                     pass
                 time.sleep(0.2)
             print(f"server on {url}: {args.workers} grading processes; {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
+            memory = PeakMemory(server.pid)
 
             # 1. an empty queue, one notebook at a time
             quiet = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens[names[0]]}"}, timeout=120)
@@ -187,8 +287,10 @@ def main() -> int:
             client_cpu = time.process_time()
             # 2. load: students x attempts at random moments within the window, each a different lab
             print(f"load: {args.students} students x {args.attempts} submissions within {args.window:g} s "
-                  f"({len(every_file)} notebooks) ...", flush=True)
-            outcome, took = asyncio.run(load(url, tokens, plans, args.poll, args.connections))
+                  f"({len(every_file)} notebooks), {len(attackers)} attackers ...", flush=True)
+            outcome, took = asyncio.run(load(url, tokens, plans, args.poll, args.connections, attackers,
+                                             args.window, args.attack_sleep))
+            peak = memory.stop()
             results = outcome["results"]
             ids = [item["id"] for item in results]
             waits = [moment(item["graded_at"]) - moment(item["submitted_at"]) for item in results]
@@ -209,6 +311,15 @@ def main() -> int:
             print(f"results per minute from the first submission: {' '.join(map(str, minutes))}")
             print(f"service throughput: {service_rate:.2f} notebooks/s (first submission to last result); "
                   f"the simulated students used {time.process_time() - client_cpu:.0f} s of CPU")
+            errors = [item for item in results if item["status"] != "graded"]
+            print(f"honest students: {len(results)} results of {len(outcome['sent'])} accepted, "
+                  f"{len(errors)} charged with an error{': ' + errors[0]['error'][:200] if errors else ''}; "
+                  f"web process peak memory {peak / MB:.0f} MB")
+            if attackers:
+                kinds: dict[str, int] = {}
+                for attack in outcome["attacks"]:
+                    kinds[attack] = kinds.get(attack, 0) + 1
+                print(f"attacks ({len(attackers)} attackers): {', '.join(f'{k} x{v}' for k, v in sorted(kinds.items()))}")
         finally:
             server.send_signal(signal.SIGTERM)
             try:

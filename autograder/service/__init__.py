@@ -13,8 +13,10 @@ course: it receives the course as the one ``Course`` object (``autograder.course
     tokens.py       students' personal tokens (hashed at rest), instructor and TA accounts
     auth.py         who is calling: bearer tokens, web sessions (started by a token, a password or
                     an LTI launch); CSRF
+    admission.py    what an upload may cost before it is parsed (per student, overall, a budget)
+    private.py      owner-only files: the database, tokens, keys
     submissions.py  taking a submission in: intake, deadlines, rate limit, one at a time
-    queue.py        the durable queue: claim, finish, retry once, orphans of a dead grader
+    queue.py        the durable, fair queue: claim, finish, retry once, orphans, adoption
     results.py      stored results as GradeResults: each attempt, the counted one, grades.csv,
                     gradebook
     grader.py       the grading process: local grading processes or a Dask cluster

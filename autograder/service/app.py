@@ -14,9 +14,11 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
 from jinja2 import Environment, FileSystemLoader
 
 from autograder.service import grader
+from autograder.service.admission import Admission
 from autograder.service.auth import bearer_token, session_cookie
 from autograder.service.database import Database
 from autograder.service.dependencies import SignInFirst, Unauthorized
@@ -35,6 +37,13 @@ DOCS_POLICY = (
     "base-uri 'none'; form-action 'none'; object-src 'none'"
 )
 TEMPLATES = Path(__file__).parent / "templates"
+# every answer while the database is unreachable (restarted, the network): nothing is lost, and
+# the jobs being graded go on
+DATABASE_DOWN = {
+    "detail": "the grading service cannot reach its database for a moment; nothing you handed in "
+              "is lost: try again in a minute",
+    "status": "database_unavailable",
+}
 
 
 class GraderKeeper:
@@ -144,6 +153,7 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
         lti,
     )
     app.state.signin_limits = SignInLimits()
+    app.state.admission = Admission(settings.rate_limit, settings.rate_window)
     app.state.wake = keeper.wake if keeper is not None else (lambda: None)
     # Pluggable sign-in: who a request is from. An LTI launch route adds nothing here: it starts a
     # web session.
@@ -186,6 +196,12 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
             status_code=413,
             headers={"Connection": "close"},
         )
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def database_down(request: Request, error: Exception):
+        log.warning("the database is unreachable: %s", str(error).splitlines()[0][:200])
+        return JSONResponse(DATABASE_DOWN, status_code=503, headers={"Retry-After": "10"})
 
     app.include_router(api.router)
     app.include_router(student.router)

@@ -15,6 +15,16 @@ class Stop(Exception):
     """A mistake of the user's: one line, exit code 2."""
 
 
+def database_url(args) -> str:
+    """The database's URL from ``--db`` and ``--db-password-file`` (never a password in argv)."""
+    from autograder.service.database import url_with_password
+
+    try:
+        return url_with_password(args.db, getattr(args, "db_password_file", None))
+    except ValueError as error:
+        raise Stop(str(error)) from None
+
+
 def _database(url: str):
     from autograder.service.database import Database, shown_url
 
@@ -97,7 +107,7 @@ def settings_from(args):
         api_docs=args.api_docs,
         lti_config=lti_config,
         lti_identity=args.lti_identity,
-        db_url=args.db,
+        db_url=database_url(args),
         roster=Path(args.roster) if args.roster else None,
         host=args.host,
         port=args.port,
@@ -108,6 +118,8 @@ def settings_from(args):
         max_upload_bytes=int(args.max_upload_mb * 1024 * 1024),
         rate_limit=rate,
         rate_window=window,
+        grading_budget=args.grading_budget * 60,
+        long_job_seconds=args.long_job_seconds,
         deadlines=deadlines,
         counted=args.counted,
         workers=args.workers,
@@ -177,6 +189,7 @@ def _serve(args) -> int:
         f"{address}/dashboard  (instructors and TAs; API: {address}/openapi.json)\n  database:  "
         f"{shown_url(settings.db_url)}; {roster}\n  grading:   {graders}; "
         f"{settings.rate_limit or 'no'} submissions per lab per {settings.rate_window / 3600:g} h; "
+        f"{_minutes(settings.grading_budget)} of grading per student per hour; "
         f"the {settings.counted} attempt counts; uploads up to "
         f"{settings.max_upload_bytes / 1024 / 1024:g} MB\n"
         + (_lti_lines(settings, settings.public_url or address) if settings.lti_config else "")
@@ -186,6 +199,9 @@ def _serve(args) -> int:
     import uvicorn
 
     from autograder.service.app import create_app
+    from autograder.service.private import compact_allocator
+
+    compact_allocator()  # the web process stays small whatever is uploaded (admission.py)
 
     uvicorn.run(
         create_app(settings),
@@ -199,6 +215,10 @@ def _serve(args) -> int:
         server_header=False,
     )
     return 0
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min" if seconds else "no limit"
 
 
 def _lti_lines(settings, address: str) -> str:
@@ -237,7 +257,7 @@ def _tokens(args) -> int:
     from autograder.service import tokens
     from autograder.service.models import Student
 
-    db = _database(args.db)
+    db = _database(database_url(args))
     try:
         if args.roster:
             listed, added = _roster(db, args.roster)
@@ -307,7 +327,7 @@ def _accounts(args) -> int:
     from autograder.service import tokens
     from autograder.service.models import Account
 
-    db = _database(args.db)
+    db = _database(database_url(args))
     try:
         if args.action == "add" and args.if_new:
             with db.reading() as session:
@@ -344,6 +364,9 @@ def _accounts(args) -> int:
 
 def _guarded(command):
     def run(args) -> int:
+        from autograder.service.private import owner_only
+
+        owner_only()  # the database, its WAL, tokens, keys: owner-only files in owner-only folders
         try:
             return command(args)
         except Stop as stop:
@@ -368,8 +391,9 @@ def add_commands(commands, course) -> None:
         "--db",
         default=DEFAULT_DB,
         help=f"the database: an SQLite file (default {DEFAULT_DB}) or a "
-        "PostgreSQL URL (postgresql://user:password@host/name)",
+        "PostgreSQL URL without its password (postgresql://user@host/name)",
     )
+    _password_argument(serve)
     serve.add_argument(
         "--roster",
         help="roster CSV (grade --roster's format: student_id, and name, email...): who may submit",
@@ -421,6 +445,23 @@ def add_commands(commands, course) -> None:
         "--rate",
         default="10/hour",
         help="submissions per student per lab: N/WINDOW (default 10/hour; 0: no limit)",
+    )
+    serve.add_argument(
+        "--grading-budget",
+        type=float,
+        default=20,
+        metavar="MINUTES",
+        help="minutes of grading a student's notebooks may use per hour (default 20; 0: no "
+             "limit); past it, their next submission waits (HTTP 429)",
+    )
+    serve.add_argument(
+        "--long-job-seconds",
+        type=float,
+        default=60,
+        metavar="SECONDS",
+        help="a notebook graded this long (or idle for 10 s: sleeping, waiting) no longer holds "
+             "one of the --workers slots: another grading process starts beside it (up to 3 times "
+             "--workers such; default 60)",
     )
     serve.add_argument(
         "--deadline",
@@ -480,6 +521,7 @@ def add_commands(commands, course) -> None:
     issue.add_argument(
         "--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})"
     )
+    _password_argument(issue)
     issue.add_argument(
         "--out",
         help="CSV to write the new tokens to (student_id,token; owner-only; never overwritten)",
@@ -507,6 +549,7 @@ def add_commands(commands, course) -> None:
     accounts.add_argument(
         "--db", default=DEFAULT_DB, help=f"the service's database (default {DEFAULT_DB})"
     )
+    _password_argument(accounts)
     secret = accounts.add_mutually_exclusive_group()
     secret.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
@@ -520,6 +563,16 @@ def add_commands(commands, course) -> None:
         "none is printed)",
     )
     accounts.set_defaults(run=_guarded(_accounts_checked))
+
+
+def _password_argument(parser) -> None:
+    parser.add_argument(
+        "--db-password-file",
+        type=Path,
+        metavar="FILE",
+        help="PostgreSQL: a file (owner-only) whose first line is the database password; or use "
+             "~/.pgpass or $PGPASSFILE. Never put the password in --db: the command line is public",
+    )
 
 
 def _accounts_checked(args) -> int:

@@ -23,6 +23,8 @@ from sqlalchemy.engine import CursorResult, Engine, Result, make_url
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
+from autograder.service.private import narrow, private_folder
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -42,6 +44,46 @@ def database_url(text: str) -> str:
     return text
 
 
+PASSWORD_ON_COMMAND_LINE = (
+    "the database password is on the command line, where every user of this machine can read it "
+    "(ps, /proc/PID/cmdline): leave it out of --db and put it in a file only you can read, named "
+    "by --db-password-file, or in ~/.pgpass (or the file $PGPASSFILE names), which PostgreSQL's "
+    "own client reads (docs/SERVICE.md)"
+)
+
+
+def url_with_password(text: str, password_file: Path | None = None) -> str:
+    """The database URL from ``--db`` and ``--db-password-file``. A password written in ``--db``
+    itself is refused (ValueError): the command line is public on this machine. Without a password
+    file, PostgreSQL's client finds the password itself (``~/.pgpass``, ``$PGPASSFILE``).
+
+    >>> url_with_password("postgresql://grader@db/course")
+    'postgresql://grader@db/course'
+    >>> url_with_password("postgresql://grader:secret@db/course")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: the database password is on the command line, ...
+    """
+    url = database_url(text)
+    if url.startswith("sqlite"):
+        if password_file is not None:
+            raise ValueError("--db-password-file is for a PostgreSQL database, not an SQLite file")
+        return text
+    parsed = make_url(url)
+    if parsed.password is not None:
+        raise ValueError(PASSWORD_ON_COMMAND_LINE)
+    if password_file is None:
+        return text
+    try:
+        password = Path(password_file).read_text(encoding="utf-8").split("\n")[0].rstrip("\r")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(f"the database password file {password_file} could not be read "
+                         f"({getattr(error, 'strerror', None) or error})") from None
+    if not password:
+        raise ValueError(f"the database password file {password_file} is empty: its first line is "
+                         "the password")
+    return parsed.set(password=password).render_as_string(hide_password=False)
+
+
 def shown_url(url: str) -> str:
     """The URL with its password hidden (for messages and logs)."""
     return make_url(database_url(url)).render_as_string(hide_password=True)
@@ -58,7 +100,8 @@ def make_engine(url: str, pooled: bool = True) -> Engine:
         )
     path = make_url(url).database
     if path and path != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_folder(Path(path).parent)
+        narrow(Path(path))
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
 
     @event.listens_for(engine, "connect")

@@ -15,6 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from jinja2 import Environment
 from pylti1p3.tool_config import ToolConfDict
 
+from autograder.service.admission import Admission
 from autograder.service.auth import Principal, identify
 from autograder.service.database import Database
 from autograder.service.settings import ServiceSettings
@@ -59,12 +60,18 @@ def signin_limits(request: Request) -> SignInLimits:
     return request.app.state.signin_limits
 
 
+def admission(request: Request) -> Admission:
+    """Who may upload now, and how many of their uploads were refused (checked before a parse)."""
+    return request.app.state.admission
+
+
 def lti_tool(request: Request) -> ToolConfDict:
     """The LMS platforms this tool is registered with (pylti1p3's configuration; serve --lti)."""
     return request.app.state.lti
 
 
 DB = Annotated[Database, Depends(database)]
+Admit = Annotated[Admission, Depends(admission)]
 LtiTool = Annotated[ToolConfDict, Depends(lti_tool)]
 Limits = Annotated[SignInLimits, Depends(signin_limits)]
 Settings = Annotated[ServiceSettings, Depends(settings)]

@@ -24,8 +24,11 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import cast
 
+import psutil
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import InterfaceError, OperationalError
 
+from autograder import tempdirs
 from autograder.deadline import hard_seconds, out_of_time_row
 from autograder.result import GRADER_ERROR, GradeResult
 from autograder.service import queue
@@ -38,6 +41,9 @@ log = logging.getLogger("autograder.service.grader")
 COURSE_CHANGED_EXIT = 3  # the web process restarts a grading process that exits so, at once
 HEARTBEAT_SECONDS = 2.0
 ORPHANS_SECONDS = 10.0
+# the database unreachable (restarted, the network): the grading process waits for it; its jobs
+# go on
+DATABASE_DOWN = (OperationalError, InterfaceError)
 
 
 @dataclass
@@ -48,13 +54,24 @@ class Event:
     back: bool = False  # its worker cannot grade: back to the queue, uncounted
 
 
+# A job graded this long is waiting, sleeping or looping (an honest grading of the course's labs
+# takes seconds): it keeps its process and its time limit, but no longer holds a slot, so that a
+# few students' sleeping notebooks hold up no classmate (at most OVERCOMMIT times the slots beside
+# them).
+# (ServiceSettings.long_job_seconds, 60 s by default). So does one that sleeps or waits: its
+# grading process and kernel used under IDLE_SHARE of a core over IDLE_SECONDS (an honest grading
+# computes all along).
+OVERCOMMIT = 3
+IDLE_SECONDS, IDLE_SHARE = 10.0, 0.02
+
+
 class LocalRunner:
     """Local grading processes, each grading one job at a time (``autograder.workers.WorkerPool``:
     its processes, watchdog and clean-up, fed one job whenever a process is free)."""
 
     kind = "local"
 
-    def __init__(self, size: int, settings, memory_bytes: int):
+    def __init__(self, size: int, settings, memory_bytes: int, long_seconds: float = 60.0):
         # the same outside deadline as every other grader
         # (deadline.py): --notebook-timeout and a grace
         self.settings = settings
@@ -67,20 +84,50 @@ class LocalRunner:
         )
         self.size = self.pool.size
         self.jobs: dict[int, queue.Job] = {}
+        self.started: dict[int, float] = {}
+        self.long_seconds = long_seconds
+        self.pids: dict[int, int] = {}
+        # job -> (when, its CPU seconds then, idle over the look before)
+        self.cpu: dict[int, tuple[float, float, bool]] = {}
 
     def free(self) -> int:
-        return self.size - len(self.jobs)
+        """Slots free now: ``size``, less the jobs graded for less than ``long_seconds`` and not
+        idle, with at most :data:`OVERCOMMIT` times ``size`` long or idle ones beside them."""
+        moment = time.monotonic()
+        long = sum(1 for job_id, started in self.started.items()
+                   if moment - started >= self.long_seconds or self._idle(job_id, moment))
+        self.pool.size = self.size + min(long, self.size * OVERCOMMIT)
+        return self.pool.free()
+
+    def _idle(self, job_id: int, moment: float) -> bool:
+        """Did the job's grading process, with its kernel, use almost no CPU over its last
+        IDLE_SECONDS? (Looked at once per IDLE_SECONDS.)"""
+        since, first, idle = self.cpu.get(job_id, (float("-inf"), 0.0, False))
+        if moment - since < IDLE_SECONDS or job_id not in self.pids:
+            return idle
+        try:
+            process = psutil.Process(self.pids[job_id])
+            used = sum(sum(p.cpu_times()[:2]) for p in [process, *process.children(recursive=True)])
+        except psutil.Error:
+            return False
+        idle = since > float("-inf") and used - first < IDLE_SHARE * (moment - since)
+        self.cpu[job_id] = (moment, used, idle)
+        return idle
 
     def start(self, job: queue.Job, settings) -> int | None:
         args = NotebookJob(job.notebook, job.file_name, job.student_id, settings)
         pid = self.pool.submit(Job(job.id, args, attempt=job.claims, name=job.file_name))
         self.jobs[job.id] = job
+        self.started[job.id] = time.monotonic()
+        self.pids[job.id] = pid
         return pid
 
     def wait(self, timeout: float, wake=None) -> list[Event]:
         events = []
         for event in self.pool.wait(timeout, wake):
             job = self.jobs.pop(event.job.id)
+            for known in (self.started, self.pids, self.cpu):
+                known.pop(event.job.id, None)
             if event.outcome is Outcome.DONE:
                 events.append(Event(job, result=cast(GradeResult, event.result)))
             elif event.outcome is Outcome.FAILED:
@@ -104,8 +151,12 @@ class LocalRunner:
     def close(self) -> list[queue.Job]:
         """End every grading process; returns the jobs they were grading."""
         self.pool.close()
-        jobs, self.jobs = list(self.jobs.values()), {}
+        jobs = list(self.jobs.values())
+        self.jobs, self.started, self.pids, self.cpu = {}, {}, {}, {}
         return jobs
+
+
+ADOPTABLE = "bpe-submission-"  # the published name of a job's Dask task: its id follows
 
 
 class DaskRunner:
@@ -172,8 +223,37 @@ class DaskRunner:
             retries=0,
             key=f"submission-{job.id}-claim-{job.claims}-{uuid.uuid4().hex[:8]}",
         )
+        # published: the scheduler keeps the task (and its result) if this process dies, for the
+        # next grading process to adopt instead of grading the job again
+        self.client.publish_dataset(future, name=f"{ADOPTABLE}{job.id}", override=True)
         self.futures[future] = job
         return None
+
+    def adopt(self, db: Database, grader_id: str) -> list[queue.Job]:
+        """The tasks a grading process before this one left on the cluster (the service restarted):
+        each whose job that process still held is adopted (its result will be this process's, and
+        it holds a slot now); any other is cancelled. Before any slot is counted free."""
+        adopted = []
+        for name in self.client.list_datasets():
+            if not str(name).startswith(ADOPTABLE):
+                continue
+            future = self.client.get_dataset(name)
+            job = queue.adopt(db, grader_id, int(str(name)[len(ADOPTABLE):]))
+            if job is None:  # finished, or another live grader's: not ours to keep
+                future.cancel()
+                self._forget(job_id=int(str(name)[len(ADOPTABLE):]))
+                continue
+            self.futures[future] = job
+            adopted.append(job)
+            log.info("submission %s: its Dask task, left by a grading process that ended, is "
+                     "adopted (not graded again)", job.id)
+        return adopted
+
+    def _forget(self, job_id: int) -> None:
+        try:
+            self.client.unpublish_dataset(f"{ADOPTABLE}{job_id}")
+        except Exception:  # gone already (the scheduler restarted, or never published)
+            pass
 
     def wait(self, timeout: float, wake=None) -> list[Event]:
         from distributed import wait as dask_wait
@@ -197,6 +277,7 @@ class DaskRunner:
         events = []
         for future in [future for future in self.futures if future.done()]:
             job = self.futures.pop(future)
+            self._forget(job.id)
             try:
                 events.append(Event(job, result=future.result()))
             except WorkerUnfit as unfit:  # out of rotation; the job goes back, uncounted
@@ -209,11 +290,32 @@ class DaskRunner:
 
     def close(self) -> list[queue.Job]:
         jobs = list(self.futures.values())
-        for future in self.futures:
+        for future, job in self.futures.items():
             future.cancel()
+            self._forget(job.id)
         self.futures = {}
         self.client.close()
         return jobs
+
+
+def _record(db: Database, grader_id: str, event: Event) -> None:
+    """Write one event's outcome: the job's result, or its loss."""
+    if event.result is not None:
+        kept = queue.finish(db, grader_id, event.job.id, event.result)
+        log.info(
+            "submission %s: %s in %.1f s%s",
+            event.job.id,
+            event.result.status,
+            event.result.seconds,
+            "" if kept else " (not kept: no longer claimed by this process)",
+        )
+    elif event.back:  # its worker cannot grade: back to the queue, uncounted
+        queue.give_back(db, grader_id, event.job.id)
+    elif event.lost is not None:  # (an event is a result or a loss)
+        outcome = queue.lost(db, grader_id, event.job, event.lost)
+        log.warning(
+            "submission %s: grading process lost (%s): %s", event.job.id, event.lost, outcome
+        )
 
 
 def run(settings: ServiceSettings, wake=None) -> int:
@@ -242,7 +344,8 @@ def run(settings: ServiceSettings, wake=None) -> int:
         runner = DaskRunner(settings.scheduler, settings.dask_security, settings.workers,
                             settings.allow_fence)
     else:
-        runner = LocalRunner(settings.workers, grading, memory_bytes=grading.worker_memory_bytes)
+        runner = LocalRunner(settings.workers, grading, memory_bytes=grading.worker_memory_bytes,
+                             long_seconds=settings.long_job_seconds)
         unfit = local_unfit(settings.allow_fence)
         if unfit:  # takes no jobs: /health says 503
             log.error("this machine takes no jobs: %s", unfit)
@@ -252,65 +355,68 @@ def run(settings: ServiceSettings, wake=None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, _frame: stopping.append(signum))
     signal.signal(signal.SIGINT, lambda signum, _frame: stopping.append(signum))
     code, held = 0, []  # held: jobs claimed and not yet handed to a grading process or finished
+    unsaved: list[Event] = []  # results and losses the database has not taken yet (it is down)
     try:
         guard = CourseGuard(course_files())
+        tempdirs.sweep()  # what a killed server left: its kernels' folders and cgroups
+        tempdirs.sweep_cgroups()
+        if isinstance(runner, DaskRunner):  # before orphans are counted, and slots free
+            runner.adopt(db, grader_id)
         for job_id, outcome in queue.recover_orphans(db):
             log.info("submission %s: its grading process is gone: %s", job_id, outcome)
         queue.heartbeat(db, grader_id, ready=True)
         log.info("grading process %s ready: %d %s slot(s)", grader_id[:8], runner.size, runner.kind)
         beat = orphans = time.monotonic()
+        outage: float | None = None  # since when the database has been unreachable
         while not stopping:
-            moment = time.monotonic()
-            if moment - beat >= HEARTBEAT_SECONDS:
-                queue.heartbeat(db, grader_id, workers=runner.size)
-                beat = moment
-            if moment - orphans >= ORPHANS_SECONDS:
-                queue.recover_orphans(db)
-                orphans = moment
-            while runner.free() > 0 and not stopping:
-                job = queue.claim(db, grader_id)
-                if job is None:
-                    break
-                held = [job]
-                # the course as it was at the start, or this process gives way to a fresh one
-                guard.check()
-                pid = runner.start(job, grading)
+            # the jobs in flight go on grading whatever the database does
+            unsaved += runner.wait(settings.poll_seconds if outage is None else 1.0, wake)
+            try:
+                held = [event.job for event in unsaved if event.result is not None]
+                if held:
+                    guard.check()  # before anything of these results is kept
+                while unsaved:
+                    _record(db, grader_id, unsaved[0])
+                    unsaved.pop(0)
                 held = []
-                queue.set_worker(db, job.id, pid)
-                log.info("submission %s: grading (claim %d)", job.id, job.claims)
-            events = runner.wait(settings.poll_seconds, wake)
-            held = [event.job for event in events if event.result is not None]
-            if held:
-                guard.check()  # before anything of these results is kept
-            for event in events:
-                if event.result is not None:
-                    kept = queue.finish(db, grader_id, event.job.id, event.result)
-                    log.info(
-                        "submission %s: %s in %.1f s%s",
-                        event.job.id,
-                        event.result.status,
-                        event.result.seconds,
-                        "" if kept else " (not kept: no longer claimed by this process)",
-                    )
-                elif event.back:
-                    queue.give_back(db, grader_id, event.job.id)
-                elif event.lost is not None:  # (an event is a result or a loss)
-                    outcome = queue.lost(db, grader_id, event.job, event.lost)
-                    log.warning(
-                        "submission %s: grading process lost (%s): %s",
-                        event.job.id,
-                        event.lost,
-                        outcome,
-                    )
-            held = []
+                moment = time.monotonic()
+                if moment - beat >= HEARTBEAT_SECONDS or outage is not None:
+                    queue.heartbeat(db, grader_id, workers=runner.size)
+                    beat = moment
+                if moment - orphans >= ORPHANS_SECONDS:
+                    queue.recover_orphans(db)
+                    orphans = moment
+                while runner.free() > 0 and not stopping:
+                    job = queue.claim(db, grader_id)
+                    if job is None:
+                        break
+                    held = [job]
+                    # the course as it was at the start, or this process gives way to a fresh one
+                    guard.check()
+                    pid = runner.start(job, grading)
+                    held = []
+                    queue.set_worker(db, job.id, pid)
+                    log.info("submission %s: grading (claim %d)", job.id, job.claims)
+                if outage is not None:
+                    log.warning("the database is back after %.0f s", time.monotonic() - outage)
+                    outage = None
+            except DATABASE_DOWN as error:
+                held = []  # a claim that failed was not made; one made is graded (its worker runs)
+                if outage is None:
+                    outage = time.monotonic()
+                    log.warning("the database is unreachable (%s): the jobs in flight go on, "
+                                "their results wait", str(error).splitlines()[0][:200])
         log.info("grading process %s stopping", grader_id[:8])
     except CourseChanged as changed:
         log.warning("%s: a fresh grading process takes over", str(changed)[:300])
         code = COURSE_CHANGED_EXIT
     finally:
-        for job in held + runner.close():
-            queue.give_back(db, grader_id, job.id)
-        queue.stopped(db, grader_id)
+        try:
+            for job in held + runner.close():
+                queue.give_back(db, grader_id, job.id)
+            queue.stopped(db, grader_id)
+        except DATABASE_DOWN:  # its jobs are orphans: the next grading process gives them back
+            log.warning("the database is unreachable: this process's jobs wait for the next one")
         db.close()
         if cluster is not None:
             cluster.stop()
@@ -338,6 +444,10 @@ def main(settings: ServiceSettings, wake=None) -> None:
         isolation.die_with_parent(signal.SIGKILL)
     if os.getppid() == 1:
         os._exit(0)
+    # The web process runs with umask 077 (its files are owner-only); the kernels' folders this
+    # process makes must stay reachable by the kernels' own uid, or the boundary falls back to the
+    # fence. The database's -wal and -shm take the database file's mode whatever the umask.
+    os.umask(0o022)
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(asctime)s grader %(levelname)s %(message)s"
     )

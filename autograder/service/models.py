@@ -108,6 +108,9 @@ class Submission(Base):
     grading_key: Mapped[str | None] = mapped_column(String(320), nullable=True, unique=True)
     # grading processes that took it (2 at most)
     claims: Mapped[int] = mapped_column(Integer, default=0)
+    # claims cut short by the service itself (its grading process or the whole server ended, the
+    # database went away): given back uncounted, up to queue.INTERRUPTIONS_ALLOWED
+    interruptions: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     claimed_by: Mapped[str | None] = mapped_column(ForeignKey("graders.id"), nullable=True)
     claimed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
     worker_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -1,12 +1,18 @@
 """The durable queue: the submissions table is the queue, so a job survives anything but the
 database.
 
+The order is fair (docs/SERVICE.md, "The queue"): a student holds one grading slot at most, and
+the next job is the oldest of the student who used the least grading time in the last hour; it is
+computed from the table alone, so a restart keeps it.
+
 A grading process *claims* a queued submission with one conditional ``UPDATE`` (only one claimer can
 win it, on SQLite and on PostgreSQL alike), grades it, and *finishes* it with another that writes
 its one result, only if it still holds the claim. A claim is counted: a job whose grading process
 died (killed, out of memory, the whole server killed) goes back to the queue once; lost a second
-time, it gets an error result (``worker_lost``). A dead claimer is recognised by its heartbeat, or,
-on the same machine, at once by its process being gone.
+time, it gets an error result (``worker_lost``). A job whose whole grading process ended (the
+server killed or crashed, the machine restarted) was not lost by its notebook: it goes back
+uncounted (up to :data:`INTERRUPTIONS_ALLOWED` times). A dead claimer is recognised by its
+heartbeat, or, on the same machine, at once by its process being gone.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import psutil
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from autograder.result import GRADED as GRADED_STATUS, WORKER_LOST, GradeResult
@@ -26,7 +32,10 @@ from autograder.service.settings import now
 
 # a job is graded at most twice: once, and once more if its grading process was lost
 CLAIMS_ALLOWED = 2
+# a job whose whole grading process ended (server killed, crashed) goes back uncounted this often
+INTERRUPTIONS_ALLOWED = 3
 LEASE = timedelta(seconds=60)  # a grader on another machine unseen this long is taken for dead
+USAGE_WINDOW = timedelta(hours=1)  # "recently": the fair order's and the grading budget's window
 
 
 @dataclass(frozen=True)
@@ -37,10 +46,6 @@ class Job:
     file_name: str
     notebook: bytes
     claims: int  # this claim included
-
-
-def _key(student_id: str, lab: str) -> str:
-    return f"{student_id}/{lab}"
 
 
 def register(db: Database, grader_id: str, kind: str, workers: int) -> None:
@@ -93,14 +98,59 @@ def alive(grader: Grader | None) -> bool:
     return now() - grader.last_seen < LEASE
 
 
+def usage(session, students: set[str] | None = None) -> dict[str, float]:
+    """Seconds of grading each student's own submissions used in the last :data:`USAGE_WINDOW`:
+    those finished in it, and the time so far of those being graded (re-grades are the
+    instructor's, not counted)."""
+    moment = now()
+    finished = (
+        select(Submission.student_id, func.sum(Submission.seconds))
+        .where(Submission.priority == 0, Submission.status.in_((GRADED, ERROR)),
+               Submission.finished_at >= moment - USAGE_WINDOW, Submission.seconds.is_not(None))
+        .group_by(Submission.student_id)
+    )
+    grading = select(Submission.student_id, Submission.claimed_at).where(
+        Submission.priority == 0, Submission.status == GRADING, Submission.claimed_at.is_not(None))
+    if students is not None:
+        finished = finished.where(Submission.student_id.in_(students))
+        grading = grading.where(Submission.student_id.in_(students))
+    used: dict[str, float] = {student: float(seconds or 0)
+                              for student, seconds in session.execute(finished).all()}
+    for student, claimed_at in session.execute(grading).all():
+        used[student] = used.get(student, 0.0) + max(0.0, (moment - claimed_at).total_seconds())
+    return used
+
+
+def _order(session) -> list[tuple[tuple[int, float, int], int, str, str]]:
+    """The queued jobs in the order they are claimed, each with its sort key: students' own before
+    re-grades; then the student who used the least grading time recently; then their oldest job.
+    Students whose job is being graded are left out: they wait for their one slot."""
+    queued = session.execute(
+        select(Submission.id, Submission.student_id, Submission.lab, Submission.priority)
+        .where(Submission.status == QUEUED)
+    ).all()
+    if not queued:
+        return []
+    used = usage(session, {row.student_id for row in queued})
+    return sorted(((row.priority, used.get(row.student_id, 0.0), row.id), row.id, row.student_id,
+                   row.lab) for row in queued)
+
+
 def claim(db: Database, grader_id: str) -> Job | None:
-    """The next queued job (students' before re-grades, oldest first), now claimed by
-    ``grader_id``."""
+    """The next job (see :func:`_order`), now claimed by ``grader_id``. A student holds one grading
+    slot at most: the unique ``grading_key`` (their id while one of their jobs is graded) makes a
+    second claim fail, on SQLite and PostgreSQL alike, however many graders claim at once."""
     with db.reading() as session:
-        candidates = session.execute(select(Submission.id, Submission.student_id, Submission.lab)
-                                     .where(Submission.status == QUEUED)
-                                     .order_by(Submission.priority, Submission.id).limit(20)).all()
-    for job_id, student_id, lab in candidates:
+        grading = set(session.scalars(select(Submission.student_id)
+                                      .where(Submission.status == GRADING)))
+        candidates, seen = [], set(grading)
+        for _, job_id, student_id, lab in _order(session):
+            if student_id not in seen:
+                seen.add(student_id)
+                candidates.append((job_id, student_id, lab))
+            if len(candidates) >= 20:
+                break
+    for job_id, student_id, _lab in candidates:
         try:
             with db.writing() as session:
                 won = rowcount(session.execute(
@@ -111,7 +161,7 @@ def claim(db: Database, grader_id: str) -> Job | None:
                         claimed_by=grader_id,
                         claimed_at=now(),
                         claims=Submission.claims + 1,
-                        grading_key=_key(student_id, lab),
+                        grading_key=student_id,
                         worker_pid=None,
                     )
                 ))
@@ -120,9 +170,35 @@ def claim(db: Database, grader_id: str) -> Job | None:
                     return Job(
                         row.id, row.student_id, row.lab, row.file_name, row.notebook, row.claims
                     )
-        except IntegrityError:  # this student's lab is being graded right now: the next candidate
+        except IntegrityError:  # this student has a job being graded right now: the next one
             continue
     return None
+
+
+def adopt(db: Database, grader_id: str, job_id: int) -> Job | None:
+    """The job, now held by ``grader_id`` with its claim unchanged, if it is being graded for a
+    grading process that is gone (its Dask task still runs: adopted, not graded again); else
+    None."""
+    with db.reading() as session:
+        row = session.get(Submission, job_id)
+        if row is None or row.status != GRADING:
+            return None
+        claimer = row.claimed_by
+        if claimer == grader_id:
+            return Job(row.id, row.student_id, row.lab, row.file_name, b"", row.claims)
+        if claimer is not None and alive(session.get(Grader, claimer)):
+            return None
+    with db.writing() as session:
+        won = rowcount(session.execute(
+            update(Submission)
+            .where(Submission.id == job_id, Submission.status == GRADING,
+                   Submission.claimed_by.is_(None) if claimer is None
+                   else Submission.claimed_by == claimer)
+            .values(claimed_by=grader_id)
+        ))
+    if not won:
+        return None
+    return Job(row.id, row.student_id, row.lab, row.file_name, b"", row.claims)
 
 
 def set_worker(db: Database, job_id: int, pid: int | None) -> None:
@@ -175,14 +251,14 @@ def finish(db: Database, grader_id: str, job_id: int, result: GradeResult) -> bo
         return kept
 
 
-def lost_result(job: Job | Submission, reason: str) -> GradeResult:
+def lost_result(job: Job | Submission, reason: str, message: str | None = None) -> GradeResult:
     return GradeResult(
         job.student_id,
         job.file_name,
         status=WORKER_LOST,
         lab=job.lab,
-        message=f"grading this notebook stopped its grading process twice ({reason}); please tell "
-                "your instructor",
+        message=message or f"grading this notebook stopped its grading process twice ({reason}); "
+                           "please tell your instructor",
     )
 
 
@@ -227,31 +303,38 @@ def give_back(db: Database, grader_id: str, job_id: int) -> None:
 
 
 def recover_orphans(db: Database) -> list[tuple[int, str]]:
-    """Jobs claimed by a grading process that is gone: queued again, or given their error result if
-    that was their second claim. Returns (job id, what became of it)."""
+    """Jobs claimed by a grading process that is gone: queued again without counting the claim, or,
+    interrupted so more than :data:`INTERRUPTIONS_ALLOWED` times, given their error result. Returns
+    (job id, what became of it)."""
     with db.reading() as session:
-        claimed = session.execute(select(Submission.id, Submission.claimed_by, Submission.claims)
+        claimed = session.execute(select(Submission.id, Submission.claimed_by)
                                   .where(Submission.status == GRADING)).all()
         graders = {grader.id: grader for grader in session.scalars(
-            select(Grader).where(Grader.id.in_({claimer for _, claimer, _ in claimed if claimer})))}
+            select(Grader).where(Grader.id.in_({claimer for _, claimer in claimed if claimer})))}
     done = []
-    for job_id, claimer, claims in claimed:
+    for job_id, claimer in claimed:
         if alive(graders.get(claimer) if claimer is not None else None):
             continue
         with db.writing() as session:
             row = session.get(Submission, job_id)
             if row is None or row.status != GRADING or row.claimed_by != claimer:
                 continue
-            if claims < CLAIMS_ALLOWED:
+            # the grading process ended (the server was killed or crashed, the machine restarted):
+            # not the notebook's doing as far as anyone knows, so not counted against it, a few
+            # times; its own worker's death is (``lost``)
+            if row.interruptions < INTERRUPTIONS_ALLOWED:
                 row.status, row.claimed_by, row.grading_key, row.worker_pid = (
                     QUEUED,
                     None,
                     None,
                     None,
                 )
+                row.claims, row.interruptions = max(0, row.claims - 1), row.interruptions + 1
                 done.append((job_id, QUEUED))
             else:
-                for name, value in _outcome(lost_result(row, "its grading process ended")).items():
+                message = (f"the grading service was interrupted {row.interruptions + 1} times "
+                           "while it graded this notebook; please tell your instructor")
+                for name, value in _outcome(lost_result(row, "", message)).items():
                     setattr(row, name, value)
                 done.append((job_id, ERROR))
     with db.writing() as session:  # graders known dead are marked so
@@ -263,14 +346,14 @@ def recover_orphans(db: Database) -> list[tuple[int, str]]:
 
 
 def position(session, submission: Submission) -> int:
-    """1 for the next job to be graded, 0 once it is being graded (or done)."""
+    """1 for the next job to be graded, 0 once it is being graded (or done): its place in the
+    order of :func:`_order` as the queue is now."""
     if submission.status != QUEUED:
         return 0
-    ahead = session.scalar(select(func.count()).select_from(Submission).where(
-        Submission.status == QUEUED,
-        (Submission.priority < submission.priority)
-        | and_(Submission.priority == submission.priority, Submission.id < submission.id)))
-    return int(ahead) + 1
+    for place, (_, job_id, _, _) in enumerate(_order(session), start=1):
+        if job_id == submission.id:
+            return place
+    return 1
 
 
 def graders_ready(session) -> list[Grader]:

@@ -70,7 +70,10 @@ class SubmissionSummary(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "starting", "no workers"]
+    status: Literal["ok", "starting", "no workers", "database_unavailable"]
+    database: Literal["ok", "unreachable"] = Field("ok", description="the database: reachable?")
+    grading: str = Field("ok", description="the grading process: ok, starting, no workers, "
+                         "unknown (while the database is unreachable)")
     graders: int = Field(description="grading slots ready")
     workers: int = Field(0, description="workers that can grade now (a Dask cluster's that passed "
                          "the check); 0: 503")

@@ -51,6 +51,10 @@ class ServiceSettings:
     max_upload_bytes: int = 20 * MiB
     rate_limit: int = 10  # submissions per student per lab per window; 0: no limit
     rate_window: float = 3600.0
+    # seconds of grading a student's own notebooks may use per hour (queue.USAGE_WINDOW); 0: none
+    grading_budget: float = 20 * 60.0
+    # a local job graded this long no longer holds a slot (grader.LocalRunner)
+    long_job_seconds: float = 60.0
     deadlines: dict[str, Deadline] = field(default_factory=dict)
     counted: str = "last"  # the attempt that counts: the last graded, or the best
     workers: int = 2  # local grading processes (serve --workers: limits.default_workers())

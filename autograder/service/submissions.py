@@ -1,5 +1,6 @@
 """Taking a submission in: the checks a notebook passes before it is queued, each refusal a clear
-answer that stores nothing.
+answer that stores nothing. Before any of them, ``admission.py`` bounds what the upload may cost
+(one at a time per student, refusals counted against the rate, a parse budget).
 
 1. intake (the engine's ``read_submission``): a file that is not a notebook of a lab is refused with
    the command line's status word (``invalid_json``, ``not_a_notebook``, ``unknown_lab``...);
@@ -15,17 +16,19 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from statistics import median
+from typing import Sequence
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from autograder.intake import read_submission
 from autograder.service import queue
+from autograder.service.admission import file_too_costly
 from autograder.service.database import Database
-from autograder.service.models import PENDING, QUEUED, Submission
+from autograder.service.models import ERROR, GRADED, PENDING, QUEUED, Submission
 from autograder.service.results import grading_seconds
 from autograder.service.settings import ServiceSettings, now
 
@@ -65,7 +68,7 @@ def _when(moment) -> str:
     return f"{moment:%Y-%m-%d %H:%M:%S} UTC"
 
 
-def _window(seconds: float) -> str:
+def window_text(seconds: float) -> str:
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
         if seconds >= size and seconds % size == 0:
             count = int(seconds // size)
@@ -82,10 +85,68 @@ def expected_wait(session, slots: int = 1) -> int:
     return max(2, math.ceil(usual * (1 + waiting / max(slots, 1))))
 
 
+def grading_used(session, student_id: str) -> float:
+    """Seconds of grading the student's own notebooks used in the last hour (the fair queue's
+    measure, ``queue.usage``)."""
+    return queue.usage(session, {student_id}).get(student_id, 0.0)
+
+
+def over_budget(session, settings: ServiceSettings, student_id: str) -> tuple[float, int] | None:
+    """(seconds used, seconds until the student is under budget again) if the student has used
+    their grading budget, else None."""
+    if not settings.grading_budget:
+        return None
+    used = grading_used(session, student_id)
+    if used < settings.grading_budget:
+        return None
+    moment = now()
+    finished = session.execute(
+        select(Submission.finished_at, Submission.seconds)
+        .where(Submission.student_id == student_id, Submission.priority == 0,
+               Submission.finished_at >= moment - queue.USAGE_WINDOW,
+               Submission.seconds.is_not(None), Submission.status.in_((GRADED, ERROR)))
+        .order_by(Submission.finished_at)
+    ).all()
+    left, retry = used, 60.0
+    for finished_at, seconds in finished:  # the oldest leave the window first
+        left -= seconds
+        retry = (finished_at + queue.USAGE_WINDOW - moment).total_seconds()
+        if left < settings.grading_budget:
+            break
+    return used, max(1, math.ceil(retry))
+
+
+def budget_check(db: Database, settings: ServiceSettings, student_id: str) -> None:
+    """Raise :class:`Refused` if the student has used their grading time for the hour."""
+    with db.reading() as session:
+        spent = over_budget(session, settings, student_id)
+    if spent is not None:
+        used, retry = spent
+        raise Refused(
+            429,
+            f"your notebooks have used {used / 60:.1f} minutes of grading in the last hour, the "
+            f"most each student gets ({settings.grading_budget / 60:g} minutes), so that every "
+            f"classmate gets graded: you can submit again in {retry} s",
+            "grading_budget",
+            {"Retry-After": str(retry)},
+            {"retry_after": retry},
+        )
+
+
 def accept(
-    db: Database, settings: ServiceSettings, student_id: str, path: Path, file_name: str
+    db: Database,
+    settings: ServiceSettings,
+    student_id: str,
+    path: Path,
+    file_name: str,
+    refused: Sequence[datetime] = (),
 ) -> Submission:
-    """Queue the notebook at ``path`` for ``student_id``, or raise :class:`Refused`."""
+    """Queue the notebook at ``path`` for ``student_id``, or raise :class:`Refused`. ``refused``:
+    when the student's uploads were refused in the rate's window (they count against it)."""
+    budget_check(db, settings, student_id)
+    too_costly = file_too_costly(path)
+    if too_costly is not None:
+        raise Refused(422, f"this file cannot be graded: {too_costly}", "not_a_notebook")
     intake = read_submission(path, student_id)
     if intake.status != "ok" or intake.lab_id is None:  # (ok: the lab is known)
         raise Refused(422, f"this file cannot be graded: {intake.message}", intake.status)
@@ -106,7 +167,7 @@ def accept(
         with db.writing() as session:
             if settings.rate_limit:
                 since = created - timedelta(seconds=settings.rate_window)
-                times = list(
+                times = sorted([moment for moment in refused if moment > since] + list(
                     session.scalars(
                         select(Submission.created_at)
                         .where(
@@ -116,7 +177,7 @@ def accept(
                         )
                         .order_by(Submission.created_at)
                     )
-                )
+                ))
                 if len(times) >= settings.rate_limit:
                     allowed = times[len(times) - settings.rate_limit] + timedelta(
                         seconds=settings.rate_window
@@ -125,7 +186,9 @@ def accept(
                     raise Refused(
                         429,
                         f"you have handed in {lab} {len(times)} times in the last "
-                        f"{_window(settings.rate_window)}, the most allowed: you can submit again "
+                        f"{window_text(settings.rate_window)}"
+                        + (f" (counting {len(refused)} refused uploads)" if refused else "")
+                        + ", the most allowed: you can submit again "
                         f"at {_when(allowed)} (in {retry} s)",
                         "rate_limited",
                         {"Retry-After": str(retry)},

@@ -92,14 +92,20 @@ def test_another_students_submission_is_404(service):
 def test_files_that_are_not_a_notebook_of_a_lab_get_422_with_the_command_lines_status_word(service):
     cases = {b"": "empty_file", b"{not json": "invalid_json", b'{"a": 1}': "not_a_notebook",
              nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])).encode(): "unknown_lab"}
-    with service.client("s007") as client:
-        for content, word in cases.items():
+    # a refused upload counts against the rate (3 an hour here): three students, at most 3 each
+    for student, (content, word) in zip(("s014", "s014", "s014", "s011"), cases.items()):
+        with service.client(student) as client:
             answer = upload(client, content=content)
             assert answer.status_code == 422, answer.text
             assert answer.json()["status"] == word and answer.json()["detail"]
+    with service.client("s014") as client:
+        refused = upload(client, content=nbformat.writes(nbformat.v4.new_notebook()).encode())
+        assert refused.status_code == 429 and refused.json()["status"] == "rate_limited", refused.text
+        assert "3 of your uploads were refused" in refused.json()["detail"]
+    with service.client("s012") as client:
         no_field = client.post("/api/v1/submissions", files={"other": ("x.ipynb", b"{}")})
         assert no_field.status_code == 422 and no_field.json()["status"] == "no_notebook"
-    assert rows(service, "s007") == []
+    assert rows(service, "s014") == rows(service, "s011") == []
 
 
 def test_an_uploaded_pdf_is_named_a_pdf_as_the_command_line_names_it(service):

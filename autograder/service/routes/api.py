@@ -9,23 +9,25 @@ model of schemas.py).
 """
 from __future__ import annotations
 
-from typing import cast
+from typing import Literal, cast
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.orm import undefer
 from starlette.datastructures import UploadFile
 
 from autograder.service import queue
+from autograder.service.admission import Admission, Busy
 from autograder.service.auth import Principal
 from autograder.service.database import Database
-from autograder.service.dependencies import DB, ApiStudent, Settings, Wake
+from autograder.service.dependencies import DB, Admit, ApiStudent, Settings, Wake
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts
 from autograder.service.schemas import Health, Queued, Status, SubmissionSummary, problems
 from autograder.service.settings import ServiceSettings
-from autograder.service.submissions import Refused, accept, describe
+from autograder.service.submissions import Refused, accept, budget_check, describe, window_text
 from autograder.service.uploads import save_upload
 
 router = APIRouter()
@@ -50,8 +52,50 @@ def unauthorized() -> JSONResponse:
     return error(401, UNAUTHORIZED, "unauthorized", {"WWW-Authenticate": "Bearer"})
 
 
+def _refusal(
+    db: Database, settings: ServiceSettings, admission: Admission, principal: Principal
+) -> JSONResponse | None:
+    over = admission.over_rate(principal.id)
+    if over is not None:
+        count, allowed, retry = over
+        return error(
+            429,
+            f"{count} of your uploads were refused in the last "
+            f"{window_text(settings.rate_window)}, the most allowed: you "
+            f"can submit again at {allowed:%Y-%m-%d %H:%M:%S} UTC (in {retry} s)",
+            "rate_limited",
+            {"Retry-After": str(retry)},
+            retry_after=retry,
+            next_allowed_at=allowed.isoformat() + "Z",
+        )
+    try:
+        budget_check(db, settings, principal.id)
+    except Refused as refused:
+        return error(
+            refused.status_code, refused.detail, refused.word, refused.headers, **refused.extra
+        )
+    return None
+
+
+async def refused_before_reading(
+    request: Request,
+    db: Database,
+    settings: ServiceSettings,
+    admission: Admission,
+    principal: Principal,
+) -> JSONResponse | None:
+    """The answer to an upload refused before a byte of its body is parsed (the student's refused
+    uploads are at the rate, or their grading time for the hour is used), else None. The body is
+    drained unparsed, so that the client reads the answer."""
+    refusal = await run_in_threadpool(_refusal, db, settings, admission, principal)
+    if refusal is not None:
+        async for _ in request.stream():
+            pass
+    return refusal
+
+
 async def receive_notebook(
-    db: Database, settings: ServiceSettings, wake, principal: Principal, form
+    db: Database, settings: ServiceSettings, wake, admission: Admission, principal: Principal, form
 ) -> Submission | JSONResponse:
     """Queue the form's ``notebook`` for ``principal`` (shared by the API and the upload page)."""
     upload = form.get("notebook")
@@ -61,17 +105,31 @@ async def receive_notebook(
             "no notebook: send the .ipynb file as the multipart form field 'notebook'",
             "no_notebook",
         )
-    path = await save_upload(upload, settings.max_upload_bytes)
     try:
-        row = await run_in_threadpool(
-            accept, db, settings, principal.id, path, upload.filename or ""
-        )
-    except Refused as refused:
+        async with admission.turn(principal.id, upload.size or 0):
+            path = await save_upload(upload, settings.max_upload_bytes)
+            try:
+                row = await run_in_threadpool(
+                    accept, db, settings, principal.id, path, upload.filename or "",
+                    admission.refused_times(principal.id),
+                )
+            except Refused as refused:
+                if refused.word != "rate_limited":  # it cost a parse: it counts against the rate
+                    admission.refused(principal.id)
+                return error(
+                    refused.status_code, refused.detail, refused.word, refused.headers,
+                    **refused.extra,
+                )
+            finally:
+                path.unlink(missing_ok=True)
+    except Busy:
         return error(
-            refused.status_code, refused.detail, refused.word, refused.headers, **refused.extra
+            429,
+            "your previous upload is still being checked: wait for its answer, then submit again",
+            "busy",
+            {"Retry-After": "2"},
+            retry_after=2,
         )
-    finally:
-        path.unlink(missing_ok=True)
     wake()
     return row
 
@@ -103,9 +161,15 @@ async def receive_notebook(
         }
     },
 )
-async def submit(request: Request, principal: ApiStudent, db: DB, settings: Settings, wake: Wake):
+async def submit(
+    request: Request, principal: ApiStudent, db: DB, settings: Settings, wake: Wake,
+    admission: Admit,
+):
+    refused = await refused_before_reading(request, db, settings, admission, principal)
+    if refused is not None:
+        return refused
     async with request.form(max_files=1, max_fields=10) as form:
-        row = await receive_notebook(db, settings, wake, principal, form)
+        row = await receive_notebook(db, settings, wake, admission, principal, form)
     if isinstance(row, JSONResponse):
         return row
     with db.reading() as session:
@@ -160,17 +224,29 @@ def submissions(principal: ApiStudent, db: DB):
     "/health",
     summary="200 once the service can grade",
     response_model=Health,
-    responses={503: {"model": Health, "description": "not ready to grade yet"}},
+    responses={503: {"model": Health, "description": "not ready to grade, or what is down"}},
 )
 def health(db: DB, settings: Settings):
-    with db.reading() as session:
-        graders = queue.graders_ready(session)
-        waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
+    try:
+        with db.reading() as session:
+            graders = queue.graders_ready(session)
+            waiting = session.query(Submission).filter(Submission.status.in_(PENDING)).count()
+    except (OperationalError, InterfaceError):
+        down = Health(
+            status="database_unavailable", database="unreachable", grading="unknown",
+            graders=0, workers=0, queue=0, max_upload_bytes=settings.max_upload_bytes,
+        )
+        return JSONResponse(down.model_dump(), status_code=503)
     workers = sum(g.workers for g in graders)
+    state: Literal["ok", "no workers", "starting"] = (
+        "ok" if workers else "no workers" if graders else "starting"
+    )
     data = Health(
-        status="ok" if workers else "no workers" if graders else "starting",
+        status=state,
+        database="ok",
+        grading=state,
         graders=workers,
-        workers=workers,
+        workers=workers,  # that can grade now: a Dask cluster's that passed the check
         queue=waiting,
         max_upload_bytes=settings.max_upload_bytes,
     )

@@ -20,10 +20,18 @@ from autograder.service.auth import (
     start_session,
 )
 from autograder.service.database import Database
-from autograder.service.dependencies import DB, Limits, Settings, Visitor, Wake, WebStudent
+from autograder.service.dependencies import (
+    DB,
+    Admit,
+    Limits,
+    Settings,
+    Visitor,
+    Wake,
+    WebStudent,
+)
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts, counted_attempts, grade_result
-from autograder.service.routes.api import receive_notebook
+from autograder.service.routes.api import receive_notebook, refused_before_reading
 from autograder.service.routes.pages import (
     FORGED,
     address,
@@ -34,6 +42,7 @@ from autograder.service.routes.pages import (
     too_many,
 )
 from autograder.service.settings import ServiceSettings
+from autograder.service.submissions import grading_used
 
 router = APIRouter(include_in_schema=False)
 
@@ -97,6 +106,7 @@ def _my_page(
 ):
     with db.reading() as session:
         rows = attempts(session, student_id=principal.id, with_results=False)
+        used = grading_used(session, principal.id)
     counted_ids = {row.id for row in counted_attempts(rows, settings.counted).values()}
     rate = (
         f"{settings.rate_limit} submissions per {settings.rate_window / 3600:g} hour(s)"
@@ -112,6 +122,7 @@ def _my_page(
         counted_ids=counted_ids,
         message=message,
         rate=rate,
+        budget=(used / 60, settings.grading_budget / 60) if settings.grading_budget else None,
         counted=settings.counted,
         deadlines=sorted(settings.deadlines.items()),
     )
@@ -124,14 +135,21 @@ def my_submissions(request: Request, principal: WebStudent, db: DB, settings: Se
 
 @router.post("/me/submissions")
 async def upload(
-    request: Request, principal: WebStudent, db: DB, settings: Settings, wake: Wake
+    request: Request, principal: WebStudent, db: DB, settings: Settings, wake: Wake,
+    admission: Admit,
 ):
+    refused = await refused_before_reading(request, db, settings, admission, principal)
+    if refused is not None:
+        detail = json.loads(bytes(refused.body))["detail"]
+        return await run_in_threadpool(
+            _my_page, request, db, settings, principal, refused.status_code, detail
+        )
     async with request.form(max_files=1, max_fields=10) as form:
         if not csrf_ok(request, form.get("csrf"), principal):
             return await run_in_threadpool(
                 _my_page, request, db, settings, principal, 403, FORGED
             )
-        row = await receive_notebook(db, settings, wake, principal, form)
+        row = await receive_notebook(db, settings, wake, admission, principal, form)
     if isinstance(row, JSONResponse):
         answer = json.loads(bytes(row.body))
         return await run_in_threadpool(
