@@ -26,14 +26,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     wrong, findings = [], ["# Mutants the checks miss", ""]
-    print(f"{'lab':16} {'mutants':>8} " + " ".join(f"{c:>11}" for c in CATEGORIES) + "  seconds")
+    print(f"{'lab':16} {'mutants':>8} " + " ".join(f"{c:>11}" for c in CATEGORIES) + "  seconds (processor)")
     for lab_id in args.labs or list(labs):
         lab = labs[lab_id]
         found = results(lab, jobs=args.jobs, force=args.force, progress=lambda line: print(line, file=sys.stderr))
         allowed = allow_list(lab_id)
         update_contract_page(lab_id, contract_section(found, allowed))
         total = counts(found)["all"]
-        print(f"{lab_id:16} {sum(total.values()):>8} " + " ".join(f"{total[c]:>11}" for c in CATEGORIES) + f"  {found['seconds']:>7}")
+        print(f"{lab_id:16} {sum(total.values()):>8} " + " ".join(f"{total[c]:>11}" for c in CATEGORIES) + f"  {found['seconds']:>7} ({found.get('cpu_seconds', '?')})")
         wrong += problems(found, allowed)
         findings += _findings(found, allowed)
     print(f"({time.perf_counter() - started:.0f} s)")

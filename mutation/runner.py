@@ -13,6 +13,7 @@ in this process, not once per child.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import json
 import os
@@ -136,7 +137,9 @@ def run_notebook(cells: list[Cell], namespace: dict, before: Callable[[int], Non
 
 
 def _child(cells: list[Cell], position: int, source: str, parts: list[str], namespace: dict, report: Callable[[dict], None]) -> None:
-    """In the forked child: the mutated cell, the cells up to its parts' checks, the checks, then the hidden tests."""
+    """In the forked child: the mutated cell, the cells up to its parts' checks, the checks, then the hidden tests.
+    Once one check has failed (or one part's hidden tests), the others of that kind are not run: the mutant is
+    caught by the checks (or by the hidden tests) either way."""
     started = time.perf_counter()
     checks: dict[str, str] = {}
     graded = {}
@@ -150,6 +153,8 @@ def _child(cells: list[Cell], position: int, source: str, parts: list[str], name
                 _quietly(cell.code, namespace)
             elif cell.grade_id in parts:
                 graded[cell.grade_id] = cell
+                if any(not check_passed(text) for text in checks.values()):
+                    continue  # already caught by a check
                 printed = io.StringIO()
                 with contextlib.redirect_stdout(printed):
                     try:
@@ -159,9 +164,10 @@ def _child(cells: list[Cell], position: int, source: str, parts: list[str], name
                 checks[cell.grade_id] = printed.getvalue()
     report({"checks": checks, "check_seconds": time.perf_counter() - started})
     started = time.perf_counter()
-    hidden = {}
+    hidden: dict[str, str] = {}
     for part in parts:
-        hidden[part] = _quietly(graded[part].hidden, namespace) if part in graded else checks[part]
+        if not any(hidden.values()):
+            hidden[part] = _quietly(graded[part].hidden, namespace) if part in graded else checks[part]
     report({"hidden": hidden, "hidden_seconds": time.perf_counter() - started})
 
 
@@ -192,6 +198,7 @@ def _fork(key: str, run: Callable[[Callable[[dict], None]], None], check_limit: 
         status = 0
         try:
             os.close(read_end)
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with this process
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
@@ -214,9 +221,11 @@ def _fork(key: str, run: Callable[[Callable[[dict], None]], None], check_limit: 
     return _Running(key, pid, read_end, time.monotonic() + check_limit)
 
 
-def run_children(tasks: list[tuple[str, Callable]], jobs: int, check_limit: float, hidden_limit: float) -> dict[str, Outcome]:
+def run_children(tasks: list[tuple[str, Callable]], jobs: int, check_limit: float, hidden_limit: float,
+                 progress: Callable[[str], None] = lambda line: None) -> dict[str, Outcome]:
     """Run each task (key, run(report)) in a forked child, ``jobs`` at a time, within the limits."""
     pending = list(tasks)
+    started = time.perf_counter()
     running: dict[int, _Running] = {}
     outcomes: dict[str, Outcome] = {}
     while pending or running:
@@ -246,6 +255,8 @@ def run_children(tasks: list[tuple[str, Callable]], jobs: int, check_limit: floa
                         child.outcome.stopped = f"died in the {child.phase}: {message['died']}"
                 continue
             _finish(child, running, outcomes)  # end of file: the child is done
+            if len(outcomes) % 25 == 0:
+                progress(f"  {len(outcomes)} of {len(tasks)} in {time.perf_counter() - started:.0f} s")
         now = time.monotonic()
         for child in [child for child in running.values() if child.deadline <= now]:
             os.kill(child.pid, signal.SIGKILL)
@@ -296,7 +307,7 @@ def analyse(lab: Lab, mutants: dict[str, list[Mutant]], jobs: int = 2,
         check_limit = max(CHECK_LIMIT[0], CHECK_LIMIT[1] * unmutated.check_seconds)
         hidden_limit = max(HIDDEN_LIMIT[0], HIDDEN_LIMIT[1] * unmutated.hidden_seconds)
         tasks = [(mutant.mutant_id, task(mutant.source)) for mutant in mutants[cell.grade_id]]
-        done = run_children(tasks, jobs, check_limit, hidden_limit)
+        done = run_children(tasks, jobs, check_limit, hidden_limit, progress=lambda line: progress(f"{cell.grade_id}:{line}"))
         # A mutant the hidden tests found too slow while its check passed: measured once more, so that
         # a busy moment of the machine does not make a hidden-only mutant.
         again = [(key, run) for key, run in tasks if _slow_only(done[key])]
