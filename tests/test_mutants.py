@@ -8,8 +8,6 @@ neither catches, unless listed as equivalent. The contract page gives the counts
 """
 from __future__ import annotations
 
-import shutil
-
 import nbformat
 import pytest
 
@@ -42,19 +40,20 @@ def test_the_contract_page_gives_the_mutant_counts(lab_id, found):
         f"docs/labs/{lab_id}.md: its mutants section is not the analysis's: run make mutants"
 
 
-WEAKER = '''        ok, small = _run(learn_bpe, ["ab"], 5)
-        if ok and (type(small) is not tuple or len(small) != 3 or small[0] != [("a", "b"), ("ab", "</w>")]):'''
+# Lab 1's learn check calls learn_bpe(["ab"], 5), the one public case where no pair is left before the last
+# merge. The weaker check below is handed a made-up right answer instead of calling it.
+SMALL_CASE = '_run(learn_bpe, ["ab"], 5)'
+MADE_UP = '(True, ([("a", "b"), ("ab", "</w>")], ["a", "b", "</w>", "ab", "ab</w>"], [["ab</w>"]]))'
 
 
 def test_a_weaker_check_brings_a_hidden_only_mutant_the_test_names(tmp_path):
-    """Lab 1's learn check without its small case (learn_bpe(["ab"], 5), where no pair is left before the
-    fifth merge): a learn_bpe that never stops early then prints ✅ and is graded 0, and the test says so."""
+    """Without its small case, lab 1's learn check prints ✅ for a learn_bpe that never stops early (it is
+    graded 0), and the test says so; with it, nothing is unexplained."""
     lab = all_labs()["toy_bpe"]
     notebook = nbformat.read(lab.solution_path, as_version=4)
     helpers = next(cell for cell in notebook.cells if nbgrader_meta(cell).get("grade_id") == "feedback_helpers")
-    assert WEAKER in helpers.source
-    helpers.source = helpers.source.replace(WEAKER, "        ok, small = True, None\n        if False:")
-    shutil.copy(lab.solution_path, tmp_path / "original.ipynb")
+    assert SMALL_CASE in helpers.source
+    helpers.source = helpers.source.replace(SMALL_CASE, MADE_UP)
     nbformat.write(notebook, tmp_path / "toy_bpe.ipynb")
     weaker = read_lab(tmp_path / "toy_bpe.ipynb")
     assert analysis.cached(weaker) is None  # the stored analysis is of the real notebook: computed again
