@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from autograder.course_interface import StudentError
 
 GENERIC = "a hidden check failed"
+REFERENCE_TIME = "the reference's time"  # what a speed check's multiple counts, unless it says
 LEFT_OUT = "…"  # stands for a value the grader does not repeat
 
 
@@ -37,15 +38,18 @@ class TooSlow(AssertionError):
     >>> str(TooSlow("count each distinct word once", 12.34, 8))  # doctest: +NORMALIZE_WHITESPACE
     "count each distinct word once (your code took 12.3× the reference's time, measured in this
     grading run; the limit is 8×)"
+    >>> TooSlow("once", 60, 10, unit="one pass's time").text("once")
+    "once (your code took 60× one pass's time, measured in this grading run; the limit is 10×)"
     """
 
-    def __init__(self, advice: str, multiple: float, limit: float):
+    def __init__(self, advice: str, multiple: float, limit: float, unit: str = REFERENCE_TIME):
         self.advice, self.multiple, self.limit = advice, float(multiple), float(limit)
+        self.unit = unit  # what the multiple counts: the reference's time, or the lab's own unit
         super().__init__(self.text(advice))
 
-    def text(self, advice: str) -> str:
+    def text(self, advice: str, unit: str | None = None) -> str:
         return (
-            f"{advice} (your code took {_times(self.multiple)} the reference's time, measured in "
+            f"{advice} (your code took {_times(self.multiple)} {unit or self.unit}, measured in "
             f"this grading run; the limit is {_times(self.limit)})"
         )
 
@@ -90,7 +94,8 @@ def assertion_text(error: AssertionError, hidden_tests: str, filename: str) -> s
     """
     if isinstance(error, TooSlow):
         constants, _ = _source_facts(hidden_tests)
-        return error.text(error.advice if error.advice in constants else "your code is too slow")
+        advice = error.advice if error.advice in constants else "your code is too slow"
+        return error.text(advice, error.unit if error.unit in constants else REFERENCE_TIME)
     found = _failing_frame(error, filename)
     if found is None:
         return GENERIC

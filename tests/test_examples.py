@@ -10,6 +10,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from autograder import gradebook
+from autograder.result import Verdict
 from bpe_labs.examples import load_cases
 from autograder.labs import HIDDEN_TESTS, all_labs, get_lab
 
@@ -28,6 +29,19 @@ def test_example_gets_its_exact_expected_score(case, graded_examples):
     for part_id, shown in (case.get("visible_check") or {}).items():
         # The mistake is one the task's example can show: the student saw a ❌ with this hint.
         assert shown in result.parts[part_id].visible_check, result.parts[part_id].visible_check
+
+
+def test_a_speed_verdict_is_the_one_the_check_showed(graded_examples):
+    """One speed verdict: a part graded 0 as too slow had its visible check print ❌ in the same grading run,
+    and a check's ✅ is never followed by "too slow" (the check and the hidden test judge speed by one rule)."""
+    _, results = graded_examples
+    disagreements = [
+        (student, part_id, part.visible_check.strip()[:120])
+        for student, result in results.items() for part_id, part in result.parts.items()
+        if part.verdict is Verdict.TOO_SLOW and ("❌" not in part.visible_check or "✅" in part.visible_check)
+    ]
+    assert not disagreements
+    assert any(part.verdict is Verdict.TOO_SLOW for result in results.values() for part in result.parts.values())
 
 
 def test_every_lab_has_correct_untouched_and_wrong_examples(example_cases):
