@@ -8,8 +8,8 @@ import sys
 import time
 
 from autograder.labs import all_labs
-from mutation.analysis import (CATEGORIES, allow_list, contract_section, counts, entry_for, one_line, problems,
-                               results, update_contract_page)
+from mutation.analysis import (CATEGORIES, allow_list, contract_section, counts, entry_for, one_line, problems, prune,
+                               results, stale_entries, update_contract_page)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,6 +18,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="mutants run at once (default 2)")
     parser.add_argument("--force", action="store_true", help="compute again even when the cache is current")
     parser.add_argument("--findings", help="also write the hidden-only and neither mutants to this Markdown file")
+    parser.add_argument("--prune", action="store_true", help="drop the allow-list entries whose mutant the checks now catch")
     args = parser.parse_args(argv)
     labs = all_labs()
     unknown = [lab for lab in args.labs if lab not in labs]
@@ -31,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
         lab = labs[lab_id]
         found = results(lab, jobs=args.jobs, force=args.force, progress=lambda line: print(line, file=sys.stderr))
         allowed = allow_list(lab_id)
+        stale = stale_entries(found, allowed)
+        if stale and args.prune:
+            prune(lab_id, stale)
+            allowed = allow_list(lab_id)
+        elif stale:
+            print(f"{lab_id}: allow-list entries no longer needed (--prune drops them): {', '.join(stale)}", file=sys.stderr)
         update_contract_page(lab_id, contract_section(found, allowed))
         total = counts(found)["all"]
         print(f"{lab_id:16} {sum(total.values()):>8} " + " ".join(f"{total[c]:>11}" for c in CATEGORIES) + f"  {found['seconds']:>7} ({found.get('cpu_seconds', '?')})")

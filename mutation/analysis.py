@@ -253,3 +253,26 @@ def page_section(lab_id: str) -> str:
     if SECTION_START not in text:
         return ""
     return SECTION_START + text.split(SECTION_START, 1)[1].split(SECTION_END, 1)[0] + SECTION_END + "\n"
+
+
+def stale_entries(found: dict, allowed: dict) -> list[str]:
+    """Ids the allow-list names whose mutant the checks now catch (or that no longer exists): entries to drop."""
+    explained = explanations(found, allowed)
+    return [entry["id"] for kind in allowed for entry in allowed[kind] if "id" in entry and entry["id"] not in explained]
+
+
+def prune(lab_id: str, ids: list[str]) -> None:
+    """Drop the entries of these ids from docs/labs/mutants/<lab_id>.yaml, its comments and layout kept."""
+    path = MUTANTS / f"{lab_id}.yaml"
+    kept, dropping = [], False
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        if line.startswith("  - "):
+            dropping = any(line.strip() in (f"- id: {i}", f'- id: "{i}"') for i in ids)
+        elif not line.startswith("    "):
+            dropping = False
+        if not dropping:
+            kept.append(line)
+    text = "".join(kept)
+    for kind in ("hidden_by_design", "equivalent", "open"):  # a list left empty
+        text = text.replace(f"{kind}:\n", f"{kind}: []\n") if f"{kind}:\n  - " not in text and f"{kind}:\n" in text else text
+    path.write_text(text, encoding="utf-8")
