@@ -10,7 +10,7 @@ PYTHON_MAX := $(lastword $(PYTHON_VERSIONS))
 PY := $(VENV)/bin/python
 OUT ?= out
 
-.PHONY: setup demo notebooks examples lint test test-subset python-versions check-python bench clean serve system-packages
+.PHONY: setup demo notebooks examples lint test mutants test-subset python-versions check-python bench clean serve system-packages
 
 # Before pip runs, one sentence when $(PYTHON) is missing or outside the supported range
 # (written to run on any Python, 2.7 included, so that it can say which one it found).
@@ -55,6 +55,12 @@ lint: setup
 
 test: setup lint
 	$(PY) -m pytest
+
+# Mutation analysis of every lab (mutation/, docs/labs/<lab>.md): each part's solution changed in small ways, each
+# mutant run through the part's visible check and its hidden tests; fails when a mutant only the hidden tests catch
+# (a "✅ then 0") or one both miss is not explained in docs/labs/mutants/<lab>.yaml. Cached by the hash of its inputs.
+mutants: setup
+	$(PY) -m mutation $(if $(FORCE),--force) --jobs 2
 
 # The grading service (docs/SERVICE.md) on $(HOST):$(PORT) (default 127.0.0.1:8000) with the bundled examples'
 # roster: the port is checked first (a busy one: one line naming what holds it, and nothing else); the first time

@@ -106,3 +106,16 @@ def test_class_report_names_the_most_missed_parts(graded_examples):
     for lab in all_labs().values():
         assert lab.title in report
     assert "Most common failure messages" in report
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_no_tick_before_a_lost_part(case, graded_examples):
+    """Never a ✅ followed by a 0 (issue 32): every part a case loses points on printed ❌ in the student's own check,
+    as the real grader ran it in the student's kernel (the check cell before its hidden tests)."""
+    _, results = graded_examples
+    result = results[case["id"]]
+    lab = get_lab(case["lab"])
+    for part in lab.parts:
+        if case["expected"][part.part_id] < part.points:
+            shown = result.parts[part.part_id].visible_check
+            assert "❌" in shown and "✅" not in shown, f"{part.part_id} lost points after its check printed: {shown!r}"
