@@ -20,7 +20,7 @@ from autograder.service.tokens import set_account
 from bpe_labs import ROOT
 
 EXAMPLES = ROOT / "examples" / "submissions"
-STUDENTS = [f"s{number:03d}" for number in range(1, 15)]
+STUDENTS = [f"s{number:03d}" for number in range(1, 16)]
 XSS_NAME = '<img src=x onerror="document.title=\'pwned\'">Eve'
 INSTRUCTOR_PASSWORD = "correct horse battery staple"
 TA_PASSWORD = "teaching assistant 1"

@@ -32,8 +32,8 @@ def test_the_dashboard_refreshes_only_when_asked_and_says_how_to_stop(service):
 
 
 def test_a_pending_submissions_page_can_be_paused(service):
-    student = sign_in(service, "/", {"token": service.tokens["s014"]})
-    with service.client("s014") as client:
+    student = sign_in(service, "/", {"token": service.tokens["s015"]})
+    with service.client("s015") as client:
         queued = upload(client, EXAMPLES / "toy-correct.ipynb")
     assert queued.status_code == 202, queued.text
     path = f"/me/submissions/{queued.json()['id']}"

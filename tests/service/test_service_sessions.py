@@ -24,7 +24,7 @@ def _upload_page(client: httpx.Client) -> httpx.Response:
 
 
 def test_revoking_or_reissuing_a_token_ends_the_sessions_it_opened(service, tmp_path):
-    student = "s014"  # only test_service_headers.py uses s014 too (one upload)
+    student = "s014"  # test_service_api.py uses s014 too (refused uploads)
     web = sign_in(service, "/", {"token": service.tokens[student]})
     assert web.get("/me").status_code == 200
     revoked = command("tokens", "--revoke", student, "--db", str(service.db))
