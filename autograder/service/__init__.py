@@ -19,7 +19,7 @@ course: it receives the course as the one ``Course`` object (``autograder.course
     queue.py        the durable, fair queue: claim, finish, retry once, orphans, adoption
     results.py      stored results as GradeResults: each attempt, the counted one, grades.csv,
                     gradebook
-    grader.py       the grading process: local grading processes or a Dask cluster
+    grading_process.py the grading process: local grading processes or a Dask cluster
     uploads.py      the upload cap, enforced while the body streams in
     app.py          the web application: routers, middleware, security headers
     routes/         api.py (the HTTP API), student.py (students' pages), dashboard.py (instructors')

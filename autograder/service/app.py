@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 from jinja2 import Environment, FileSystemLoader
 
-from autograder.service import grader
+from autograder.service import grading_process as grader
 from autograder.service.admission import Admission
 from autograder.service.auth import bearer_token, session_cookie
 from autograder.service.database import Database

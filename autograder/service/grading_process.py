@@ -33,7 +33,7 @@ from autograder.deadline import hard_seconds, out_of_time_row
 from autograder.result import GRADER_ERROR, GradeResult
 from autograder.service import queue
 from autograder.service.database import Database
-from autograder.service.grading import NotebookJob, grade_notebook, grade_notebook_within_time
+from autograder.service.worker_job import NotebookJob, grade_notebook, grade_notebook_within_time
 from autograder.workers import Job, Outcome, WorkerPool, drain
 from autograder.service.settings import ServiceSettings
 
