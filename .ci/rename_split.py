@@ -2,7 +2,7 @@
 
 The split moved the BPE course out of the engine: ``autograder.reference`` -> ``bpe_labs.reference``,
 ``autograder.standins``, ``.hidden``, ``.build``, ``.examples``, ``.solutions`` likewise; the course
-guard from ``autograder.course`` to ``autograder.guard``; and the
+guard from ``autograder.course`` to ``autograder.batch.guard``; and the
 engine's environment variables ``BPE_LABS_*`` -> ``AUTOGRADER_*`` (the course's own, BPE_LABS_DATA
 and BPE_LABS_HOME, stay). Run it again after merging a branch that still uses the old names: it is
 idempotent, and touches only files git tracks (plus new untracked ones), never this script.
@@ -24,9 +24,9 @@ RULES = [
     *[(rf'"autograder" / "{name}(?=(\.py)?")', f'"bpe_labs" / "{name}') for name in MODULES],  # pathlib paths in tests
     # the engine's environment variables
     *[(rf"\bBPE_LABS_{name}\b", f"AUTOGRADER_{name}") for name in ENGINE_VARIABLES],
-    # the course guard moved from autograder/course.py (now the Course object) to autograder/guard.py
+    # the course guard moved from autograder/course.py (now the Course object) to autograder/batch/guard.py
     (r"\bfrom autograder\.course import (?=(CourseChanged|CourseGuard|course_files|fingerprint|digest)\b)",
-     "from autograder.guard import "),
+     "from autograder.batch.guard import "),
     # engine-internal names that said "BPE"
     (r"\bbpe_labs_student\b", "autograder_student"),
     (r"\b_bpe_labs_codec\b", "_autograder_codec"),

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from autograder.course import Course, current, use
-from autograder.limits import add_limit_arguments, default_workers
-from autograder.names import terminal
+from autograder.kernel.limits import add_limit_arguments, default_workers
+from autograder.grading.names import terminal
 
 # Exit codes: a user's mistake (argparse's own), and Ctrl-C (128 + SIGINT, as shells report it).
 USAGE, INTERRUPTED = 2, 130
@@ -30,7 +30,7 @@ def fail(message: str, code: int = USAGE) -> int:
 
 
 def _grade(args) -> int:
-    from autograder.batch import (
+    from autograder.batch.run import (
         CourseChanged,
         InsecureScheduler,
         Interrupted,
@@ -39,10 +39,10 @@ def _grade(args) -> int:
         SchedulerUnreachable,
         grade_folder,
     )
-    from autograder.settings import Settings
-    from autograder.identity import read_roster
-    from autograder.lms.roster import RosterProblems
-    from autograder.report import batch_counts, grades_text, term_counts
+    from autograder.grading.settings import Settings
+    from autograder.grading.identity import read_roster
+    from autograder.grading.roster import RosterProblems
+    from autograder.reports.report import batch_counts, grades_text, term_counts
 
     if not Path(args.data_dir).is_dir():
         raise UsageError(
@@ -50,7 +50,7 @@ def _grade(args) -> int:
             f"load (or unset ${current().data_variable})"
         )
     if args.require_isolation:
-        from autograder.kernel import isolation_status
+        from autograder.kernel.session import isolation_status
 
         status = isolation_status()
         if not status.startswith("landlock"):
@@ -72,14 +72,14 @@ def _grade(args) -> int:
             "(see --help)"
         ) from None
     out = Path(args.out)
-    from autograder.dask_grading import NoWorkers, SchedulerLost
-    from autograder.dask_tls import ClusterDidNotStart
+    from autograder.batch.dask_grading import NoWorkers, SchedulerLost
+    from autograder.batch.dask_tls import ClusterDidNotStart
 
     cluster = None
     try:
         scheduler, security = dask_arguments(args)
         if args.local_cluster:
-            from autograder.dask_tls import LocalTLSCluster
+            from autograder.batch.dask_tls import LocalTLSCluster
 
             cluster = LocalTLSCluster(max(args.workers, 1)).start()
             scheduler, security = cluster.address, cluster.security
@@ -115,7 +115,7 @@ def _grade(args) -> int:
 
 
 def _dask_certs(args) -> int:
-    from autograder.dask_tls import CertificatesExist, make_certificates
+    from autograder.batch.dask_tls import CertificatesExist, make_certificates
 
     try:
         files = make_certificates(Path(args.dir), tuple(args.host))
@@ -136,7 +136,7 @@ def _dask_certs(args) -> int:
 def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
     """``--scheduler`` and its TLS options, ``--local-cluster``, ``--allow-fence``,
     ``--worker-wait``: shared by ``grade`` and ``serve``."""
-    from autograder.dask_grading import WAIT_SECONDS
+    from autograder.batch.dask_grading import WAIT_SECONDS
 
     parser.add_argument(
         "--scheduler",
@@ -170,8 +170,9 @@ def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
 
 def dask_arguments(args) -> tuple[str | None, object | None]:
     """The scheduler's address and the TLS security that ``add_dask_arguments`` options say;
-    raises :class:`autograder.batch.InsecureScheduler` for anything but TLS with a certificate."""
-    from autograder.batch import InsecureScheduler, dask_security
+    raises :class:`autograder.batch.run.InsecureScheduler` for anything but TLS with a
+    certificate."""
+    from autograder.batch.run import InsecureScheduler, dask_security
 
     if args.local_cluster and args.scheduler:
         raise UsageError("--local-cluster starts its own scheduler: leave out --scheduler")
@@ -181,7 +182,7 @@ def dask_arguments(args) -> tuple[str | None, object | None]:
         return None, None
     ca, cert, key = args.tls_ca_file, args.tls_cert, args.tls_key
     if args.tls_dir:
-        from autograder.dask_tls import CertFolder
+        from autograder.batch.dask_tls import CertFolder
 
         files = CertFolder(Path(args.tls_dir))
         ca, cert, key = (ca or str(files.ca), cert or str(files.cert("client")),
@@ -213,7 +214,7 @@ def shown(path: Path) -> Path:
 
 
 def _build(args) -> int:
-    from autograder.release import release
+    from autograder.release.student_notebooks import release
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -305,7 +306,7 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
         help=f"corpora the notebooks load (default: ${course.data_variable}, else "
              f"{course.default_data})",
     )
-    add_limit_arguments(grade)  # their defaults: autograder/limits.py
+    add_limit_arguments(grade)  # their defaults: autograder/kernel/limits.py
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     grade.set_defaults(run=_grade)
 

@@ -127,9 +127,9 @@ def timed_call(function: Callable, seconds: float, *args: Any, **kwargs: Any) ->
     time limit of at least ``seconds``.
 
     Against a student's function in the grader, the time is on the grader's clock, less the
-    grader's own time answering the stand-ins the call used (``autograder/stand_ins.py``), and each
-    stand-in call's round trip is reported (with whatever the student's code did since the kernel
-    last heard from the grader). Outside the grader: the call's time, and no round trip.
+    grader's own time answering the stand-ins the call used (``autograder/grading/stand_ins.py``),
+    and each stand-in call's round trip is reported (with whatever the student's code did since the
+    kernel last heard from the grader). Outside the grader: the call's time, and no round trip.
     """
     if isinstance(function, GraderFunction):
         return function.timed_call(seconds, *args, **kwargs)
@@ -184,7 +184,7 @@ def student_error(error: BaseException) -> StudentError | None:
 
 def mark_student_error(error: BaseException, said: StudentError) -> BaseException:
     """``error``, marked as raised by the student's code (the grader's side:
-    ``notebook_calls.py``)."""
+    ``kernel/calls.py``)."""
     setattr(error, _ATTRIBUTE, said)
     return error
 
@@ -211,9 +211,9 @@ class StandInAnswer(NamedTuple):
 
 
 class StandInLog:
-    """The stand-in calls the grader answered in this process (``stand_ins.py`` records them): when
-    each request arrived and was answered on the grader's clock, and the grader's time answering.
-    A timed call takes the grader's time off the student's
+    """The stand-in calls the grader answered in this process (``grading/stand_ins.py`` records
+    them): when each request arrived and was answered on the grader's clock, and the grader's time
+    answering. A timed call takes the grader's time off the student's
     (``check.StudentFunction.timed_call``)."""
 
     def __init__(self) -> None:

@@ -29,10 +29,10 @@ import zipfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from autograder import tempdirs
+from autograder.kernel import tempdirs
 from autograder.course import Course, current, use
-from autograder.limits import PART_SECONDS, Limits
-from autograder.result import GRADED, GRADER_ERROR, NO_NOTEBOOK, GradeResult, PartScore
+from autograder.kernel.limits import PART_SECONDS, Limits
+from autograder.grading.result import GRADED, GRADER_ERROR, NO_NOTEBOOK, GradeResult, PartScore
 
 # The folder that holds this package: in an unpacked zip, Gradescope's /autograder/source.
 SOURCE = Path(__file__).resolve().parent.parent
@@ -58,7 +58,7 @@ class GradescopeConfig:
     lab: str
     data_dir: str  # relative to the unpacked source folder
     visibility: str = "visible"
-    limits: dict = field(default_factory=dict)  # autograder.limits.Limits fields
+    limits: dict = field(default_factory=dict)  # autograder.kernel.limits.Limits fields
     part_seconds: float = PART_SECONDS
     course: str = ""  # the course object, as module:attr
 
@@ -345,8 +345,8 @@ def to_results(result: GradeResult, lab, visibility: str = "visible") -> dict:
 def grade_submission(root: Path) -> dict:
     """Grade the notebook in ``root/submission`` with the lab of the unpacked zip; Gradescope's
     results."""
-    from autograder.deadline import grade_within_time
-    from autograder.settings import Settings
+    from autograder.batch.deadline import grade_within_time
+    from autograder.grading.settings import Settings
     from autograder.labs import get_lab
 
     config = GradescopeConfig.read(SOURCE)
@@ -409,7 +409,7 @@ def run(root: Path) -> int:
         json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8"
     )
     print(f"score {results['score']}; wrote {root / 'results' / 'results.json'}")
-    from autograder.workers import close_watched
+    from autograder.batch.workers import close_watched
 
     close_watched()
     tempdirs.sweep()
@@ -432,7 +432,7 @@ def check() -> int:
 def add_build_arguments(parser: argparse.ArgumentParser, lab_type=str) -> None:
     """Arguments of ``python -m autograder gradescope`` (``lab_type`` checks the lab's id:
     cli.lab_choice)."""
-    from autograder.limits import add_limit_arguments
+    from autograder.kernel.limits import add_limit_arguments
 
     course = current()
     parser.description = (
@@ -459,13 +459,13 @@ def add_build_arguments(parser: argparse.ArgumentParser, lab_type=str) -> None:
         default="visible",
         help="when students see the results (Gradescope's test visibility; default %(default)s)",
     )
-    # grade's, with the same defaults (autograder/limits.py)
+    # grade's, with the same defaults (autograder/kernel/limits.py)
     add_limit_arguments(parser, gradescope=True)
     parser.set_defaults(run=build_command)
 
 
 def build_command(args) -> int:
-    from autograder.limits import limits_from
+    from autograder.kernel.limits import limits_from
 
     limits = limits_from(args)
     out = build_zip(

@@ -15,7 +15,7 @@ built here from the grader's own facts and never from text that came out of a ke
 * a time-out, a dead kernel, a part out of time: fixed sentences.
 
 What the student's code did on the *public* example is shown from the visible check, which ran
-before any hidden input existed in a kernel (``grade.py``).
+before any hidden input existed in a kernel (``grading/grade.py``).
 """
 from __future__ import annotations
 
@@ -128,8 +128,8 @@ def raised(said: object) -> str:
 
 
 def did_not_finish(why: str) -> str:
-    """``why``: a :class:`~autograder.kernel.CallTimeout`'s text, which the grader alone writes
-    (``did not finish within 10 s``, or that the notebook's time was used up)."""
+    """``why``: a :class:`~autograder.kernel.session.CallTimeout`'s text, which the grader alone
+    writes (``did not finish within 10 s``, or that the notebook's time was used up)."""
     return f"your code {why} on a hidden test input: is there a loop that never ends?"
 
 

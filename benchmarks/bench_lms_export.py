@@ -46,11 +46,11 @@ def main() -> None:
     from autograder.course import use
 
     use("bpe_labs.course:COURSE")
-    from autograder import formgrader
+    from autograder.reports import formgrader
     from autograder.labs import all_labs
     from autograder.lms import canvas, moodle
     from autograder.lms.command import csv_bytes, zip_bytes
-    from autograder.lms.roster import RosterEntry
+    from autograder.grading.roster import RosterEntry
     from autograder.lms.sheet import build
     from autograder.lms.source import OutFolder
 

@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 EXAMPLES = REPO / "examples" / "submissions"
 
-from autograder.resume import unsigned  # noqa: E402
+from autograder.batch.resume import unsigned  # noqa: E402
 from benchmarks.fair import ratio, why_not_comparable  # noqa: E402
 LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast", "tok"]  # examples/submissions/<name>-correct.ipynb
 

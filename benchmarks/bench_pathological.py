@@ -44,9 +44,9 @@ DASK = textwrap.dedent('''
     import sys, time
     from pathlib import Path
     from distributed import LocalCluster
-    from autograder.batch import grade_folder
-    from autograder.grade import Settings
-    from autograder.kernel import Limits
+    from autograder.batch.run import grade_folder
+    from autograder.grading.grade import Settings
+    from autograder.kernel.session import Limits
 
     variant, folder, submissions, out, seconds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
     preload = [str(Path(folder) / "hang_decode.py")] if variant == "stuck" else []
@@ -94,7 +94,7 @@ def dask(variant: str, work: Path, seconds: float) -> tuple[float, str, str]:
 
 def gradescope(variant: str, work: Path, seconds: float) -> tuple[float, str, str]:
     from autograder.gradescope import build_zip
-    from autograder.kernel import Limits
+    from autograder.kernel.session import Limits
     from test_gradescope import run_autograder, unpack
 
     root = unpack(build_zip("toy_bpe", work / f"toy-{variant}.zip", limits=Limits(notebook_seconds=seconds),

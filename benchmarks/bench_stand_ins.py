@@ -1,7 +1,7 @@
 """What one stand-in call costs: the round trip a timed hidden test allows for (bpe_labs.hidden.STAND_IN_ROUND_TRIP).
 
 A stand-in asks the grader over the kernel's stdin channel and waits for the reference's answer
-(autograder/stand_ins.py). This script places a stand-in for a merge function in a real sandboxed
+(autograder/grading/stand_ins.py). This script places a stand-in for a merge function in a real sandboxed
 kernel, calls it from the kernel many times in a row, and prints, per call: the time the kernel saw,
 the grader's own time answering (taken off a timed call exactly), and the round trip the grader saw
 (from its previous answer to the next request: what a timed call's allowance covers, up to the cap).
@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 
 from autograder.course import use
-from autograder.kernel import KernelSession, Limits
+from autograder.kernel.session import KernelSession, Limits
 from autograder.labs import Upstream
-from autograder.stand_ins import STAND_IN_LOG, standing_in
+from autograder.grading.stand_ins import STAND_IN_LOG, standing_in
 
 NOTEBOOK = """
 def merge(word, pair):

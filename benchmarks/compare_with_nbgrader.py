@@ -28,9 +28,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from adversarial import CASES, LAB, correct_notebook  # noqa: E402
-from autograder.batch import grade_folder  # noqa: E402
-from autograder.grade import Settings  # noqa: E402
-from autograder.kernel import Limits  # noqa: E402
+from autograder.batch.run import grade_folder  # noqa: E402
+from autograder.grading.grade import Settings  # noqa: E402
+from autograder.kernel.session import Limits  # noqa: E402
 
 CELL_SECONDS = 10
 MEMORY_BYTES = 3 * 1024**3

@@ -1,4 +1,4 @@
-"""Build the BPE Labs student notebooks: the engine's nbgrader release (``autograder.release``),
+"""Build the BPE Labs student notebooks: the engine's nbgrader release (``autograder.release.student_notebooks``),
 with the course's home written into the Colab badges and corpus_prep's documents embedded.
 """
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from autograder.release import db_url_for, register_labs, release, release_notebook  # noqa: F401  (this module's API)
+from autograder.release.student_notebooks import db_url_for, register_labs, release, release_notebook  # noqa: F401  (this module's API)
 from bpe_labs import ROOT
 
 # The course's home: the GitHub repository (and branch) that publishes this kit. The solution notebooks

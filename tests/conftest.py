@@ -2,7 +2,7 @@ import pytest
 from hypothesis import settings
 
 from bpe_labs import ROOT as REPO_ROOT
-from autograder.batch import grade_folder
+from autograder.batch.run import grade_folder
 from bpe_labs.examples import load_cases
 
 # No per-example deadline: on a loaded 2-core CI machine one scheduling stall of a quarter second

@@ -18,16 +18,16 @@ import pandas as pd
 import pytest
 from bs4 import BeautifulSoup
 
-import autograder.batch as batch
+import autograder.batch.run as batch
 from adversarial import CASES, LAB, CallLog, correct_notebook, write_cases
-from autograder import gradebook, report
-from autograder.batch import grade_folder
-from autograder.check import free_names
-from autograder.grade import Settings, grade_file as real_grade_file
-from autograder.kernel import OWN_EXCEPTION, Limits
+from autograder.reports import gradebook, report
+from autograder.batch.run import grade_folder
+from autograder.grading.check import free_names
+from autograder.grading.grade import Settings, grade_file as real_grade_file
+from autograder.kernel.session import OWN_EXCEPTION, Limits
 from autograder.labs import HIDDEN_TESTS, get_lab
-from autograder.result import GradeResult
-from autograder.resume import unsigned
+from autograder.grading.result import GradeResult
+from autograder.batch.resume import unsigned
 
 # Small limits keep the endless loops, memory blow-ups and kernel deaths cheap.
 SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=90, memory_bytes=int(1.5 * 1024**3)),

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import gradebook, report
-from autograder.result import GradeResult
+from autograder.reports import gradebook, report
+from autograder.grading.result import GradeResult
 from bpe_labs import ROOT
 
 UNTOUCHED = ROOT / "examples" / "submissions" / "toy-untouched.ipynb"
@@ -96,7 +96,7 @@ def test_what_the_terminal_shows_is_what_grades_csv_says(batch):
 
 
 def test_terminal_text_escapes_controls_bidi_and_undecodable_bytes():
-    from autograder.names import escaped
+    from autograder.grading.names import escaped
 
     trojan = "ann\u202e\u2066 11/11 \u2069\u202c"
     assert "\u202e" not in report.grades_text([GradeResult(trojan, "x.ipynb", status="empty_file")])
@@ -106,7 +106,7 @@ def test_terminal_text_escapes_controls_bidi_and_undecodable_bytes():
 
 @pytest.mark.parametrize("name", ["x" * 400, "a/b", "..", ".hidden", "名" * 200, LATIN1, "Ann Lee"])
 def test_file_names_made_from_student_text_are_short_safe_and_unique(name):
-    from autograder.names import file_name
+    from autograder.grading.names import file_name
 
     made = file_name(name, ".json")
     assert len(made.encode()) <= 160 and "/" not in made and not made.startswith(".") and made.isprintable()

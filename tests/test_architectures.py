@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import isolation
+from autograder.kernel import isolation
 from bpe_labs import ROOT as REPO_ROOT
 
 ARCHITECTURES = ["x86_64", "aarch64"]
@@ -129,7 +129,7 @@ def test_the_interpreter_agrees_with_the_real_kernel():
     """The same filter in the real kernel: what the interpreter says for a few calls is what happens."""
     code = textwrap.dedent("""
         import ctypes, os
-        from autograder import isolation
+        from autograder.kernel import isolation
         isolation.set_no_new_privs()
         isolation.install_seccomp_filter()
         libc = ctypes.CDLL(None, use_errno=True)
@@ -153,8 +153,8 @@ def test_an_architecture_without_a_table_gets_the_fence_and_the_row_says_why():
     code = textwrap.dedent("""
         import platform
         platform.machine = lambda: "riscv64"
-        from autograder import isolation
-        from autograder.kernel import isolation_status
+        from autograder.kernel import isolation
+        from autograder.kernel.session import isolation_status
         assert isolation.syscall_table() is None
         try:
             isolation.seccomp_program()

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import gradebook
-from autograder.background import Background, BackgroundLost
+from autograder.reports import gradebook
+from autograder.reports.background import Background, BackgroundLost
 from autograder.labs import get_lab
-from autograder.result import GradeResult, PartScore
+from autograder.grading.result import GradeResult, PartScore
 
 
 def _fail(kind: str):

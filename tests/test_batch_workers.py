@@ -12,10 +12,10 @@ import psutil
 import pytest
 
 from adversarial import correct_notebook, dump
-from autograder.batch import grade_folder
-from autograder.grade import Settings
-from autograder.kernel import Limits
-from autograder.workers import Job, WorkerPool
+from autograder.batch.run import grade_folder
+from autograder.grading.grade import Settings
+from autograder.kernel.session import Limits
+from autograder.batch.workers import Job, WorkerPool
 
 SETTINGS = Settings(limits=Limits(cell_seconds=5, call_seconds=3, notebook_seconds=90, memory_bytes=int(1.5 * 1024**3)),
                     part_seconds=20)

@@ -1,5 +1,5 @@
 """Grading on a real Dask cluster: a `dask scheduler` and `dask worker` processes over TLS with
-client certificates on loopback (autograder/dask_tls.py), one module-wide cluster.
+client certificates on loopback (autograder/batch/dask_tls.py), one module-wide cluster.
 
 From a red-team run on an unauthenticated loopback scheduler: a notebook graded on a worker forced
 into the fence started a Dask client through ctypes system(), ran code as root on every worker,
@@ -23,10 +23,10 @@ import nbformat
 import pytest
 
 from adversarial import cell_of, correct_notebook, dump, with_wrong_tokenize
-from autograder.batch import InsecureScheduler, dask_security, grade_folder
+from autograder.batch.run import InsecureScheduler, dask_security, grade_folder
 from autograder.cli import main
-from autograder.dask_tls import LocalTLSCluster, make_certificates
-from autograder.kernel_boundary import full_boundary
+from autograder.batch.dask_tls import LocalTLSCluster, make_certificates
+from autograder.kernel.boundary import full_boundary
 from bpe_labs import ROOT as REPO_ROOT
 from test_gradescope_guard import python_open_to_others
 

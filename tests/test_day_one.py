@@ -20,11 +20,11 @@ from pathlib import Path
 import mistune
 import pytest
 
-from autograder import gradebook, report
-from autograder.batch import grade_folder
+from autograder.reports import gradebook, report
+from autograder.batch.run import grade_folder
 from autograder.course import current
 from autograder.labs import get_lab
-from autograder.result import GradeResult, PartScore
+from autograder.grading.result import GradeResult, PartScore
 from bpe_labs import ROOT
 
 EXAMPLES = ROOT / "examples" / "submissions"

@@ -9,8 +9,8 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
-from autograder import gradebook
-from autograder.result import Verdict
+from autograder.reports import gradebook
+from autograder.grading.result import Verdict
 from bpe_labs.examples import load_cases
 from autograder.labs import HIDDEN_TESTS, all_labs, get_lab
 

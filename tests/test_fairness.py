@@ -9,7 +9,7 @@ import copy
 import nbformat
 import pytest
 
-from autograder.batch import grade_folder
+from autograder.batch.run import grade_folder
 from bpe_labs.examples import make_submission
 from autograder.labs import all_labs, answer_functions, nbgrader_meta
 

@@ -1,4 +1,4 @@
-"""nbgrader's own tools on the kit's gradebook (autograder/formgrader.py, autograder/adjustments.py):
+"""nbgrader's own tools on the kit's gradebook (autograder/reports/formgrader.py, autograder/reports/adjustments.py):
 formgrader served by a real Jupyter server on loopback (its HTTP API, and its pages in Debian's
 Chromium when installed), and `nbgrader export` run in OUT."""
 from __future__ import annotations
@@ -21,10 +21,10 @@ import nbformat
 import pytest
 
 from adversarial import correct_notebook, dump
-from autograder import adjustments, formgrader
-from autograder.batch import grade_folder
+from autograder.reports import adjustments, formgrader
+from autograder.batch.run import grade_folder
 from autograder.cli import main
-from autograder.result import GRADED, GradeResult, PartScore
+from autograder.grading.result import GRADED, GradeResult, PartScore
 from bpe_labs import ROOT
 
 EXAMPLES = ROOT / "examples" / "submissions"

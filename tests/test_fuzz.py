@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from adversarial import correct_notebook
-from autograder.batch import grade_folder, plan, write_reports
-from autograder.grade import Settings
-from autograder.intake import read_submission
-from autograder.kernel import Limits
+from autograder.batch.run import grade_folder, plan, write_reports
+from autograder.grading.grade import Settings
+from autograder.grading.intake import read_submission
+from autograder.kernel.session import Limits
 from autograder.labs import get_lab
-from autograder.repair import repair
-from autograder.result import GradeResult, IntegrityEvent
+from autograder.grading.repair import repair
+from autograder.grading.result import GradeResult, IntegrityEvent
 
 SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=60, memory_bytes=int(1.5 * 1024**3)),
                     part_seconds=20)
@@ -172,6 +172,6 @@ def test_a_whole_batch_of_extremes_and_mutants_gives_one_row_per_file(tmp_path, 
 
 
 def report_path(out, result):
-    from autograder import report
+    from autograder.reports import report
 
     return report.feedback_path(out, result)

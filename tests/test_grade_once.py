@@ -3,7 +3,7 @@ time without changing a score (issue 14)."""
 import collections
 
 from bpe_labs import ROOT as REPO_ROOT
-from autograder import grade
+from autograder.grading import grade
 
 
 def test_each_part_s_hidden_tests_run_once(monkeypatch):

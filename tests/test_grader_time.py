@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from adversarial import cell_of, correct_notebook, dump
-from autograder import codec
+from autograder.kernel import codec
 from bpe_labs import ROOT as REPO_ROOT
 
 M = 2**61 - 1  # ints congruent modulo this share one hash
@@ -122,7 +122,7 @@ def test_a_batch_with_the_same_hash_attack_ends_within_the_notebook_timeout(tmp_
 
 # The old decode put back, as a grader bug would: the set is built in one C call that never returns.
 HANG = textwrap.dedent('''
-    import autograder.codec as _codec
+    import autograder.kernel.codec as _codec
 
     _bounded = _codec.decode
 
@@ -155,9 +155,9 @@ BATCH = textwrap.dedent('''
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     import hang_decode  # noqa: F401  (in this process: the grading processes are forks of it)
-    from autograder.batch import grade_folder
-    from autograder.grade import Settings
-    from autograder.kernel import Limits
+    from autograder.batch.run import grade_folder
+    from autograder.grading.grade import Settings
+    from autograder.kernel.session import Limits
 
     settings = Settings(limits=Limits(notebook_seconds={seconds}), part_seconds={seconds})
     scheduler = None
@@ -199,7 +199,7 @@ def test_gradescope_writes_results_when_the_time_is_up(tmp_path):
     import jsonschema
 
     from autograder.gradescope import build_zip
-    from autograder.kernel import Limits
+    from autograder.kernel.session import Limits
 
     archive = build_zip("toy_bpe", tmp_path / "toy.zip", limits=Limits(notebook_seconds=NOTEBOOK_SECONDS),
                         part_seconds=NOTEBOOK_SECONDS)

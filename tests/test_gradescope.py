@@ -25,10 +25,10 @@ import pytest
 
 from adversarial import CASES_BY_ID, correct_notebook
 from bpe_labs import ROOT as REPO_ROOT
-from autograder.batch import grade_folder
+from autograder.batch.run import grade_folder
 from autograder.gradescope import CONFIG_NAME, OUTPUT_LIMIT, VISIBILITIES, build_zip, part_output
 from autograder.labs import HIDDEN_TESTS, get_lab
-from autograder.result import GradeResult, PartScore
+from autograder.grading.result import GradeResult, PartScore
 from test_adversarial import recorded_inputs
 
 SUBMISSIONS = REPO_ROOT / "examples" / "submissions"
@@ -157,7 +157,7 @@ def test_zip_holds_the_scripts_the_lab_and_only_that_lab(zips):
         names = set(archive.namelist())
         modes = {info.filename: (info.external_attr >> 16) & 0o777 for info in archive.infolist()}
         config = json.loads(archive.read(CONFIG_NAME))
-    assert {"setup.sh", "run_autograder", "requirements.txt", "autograder/grade.py", "autograder/gradescope.py",
+    assert {"setup.sh", "run_autograder", "requirements.txt", "autograder/grading/grade.py", "autograder/gradescope.py",
             "solutions/toy_bpe.ipynb", "notebooks/toy_bpe.ipynb", "data/standins/ny01.asp"} <= names
     assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
     # the hidden tests of the other labs stay home

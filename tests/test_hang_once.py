@@ -4,10 +4,10 @@ waiting out the cell limit (60 s by default) in every cell that calls it. A real
 from __future__ import annotations
 
 from adversarial import cell_of, correct_notebook, dump
-from autograder.batch import grade_folder
-from autograder.grade import Settings
-from autograder.kernel import Limits
-from autograder.result import Verdict
+from autograder.batch.run import grade_folder
+from autograder.grading.grade import Settings
+from autograder.kernel.session import Limits
+from autograder.grading.result import Verdict
 
 CELL_SECONDS = 4.0
 SETTINGS = Settings(limits=Limits(cell_seconds=CELL_SECONDS, call_seconds=3, notebook_seconds=150,
@@ -42,7 +42,7 @@ def test_a_function_that_hung_once_fails_at_once_in_every_later_cell_and_part(tm
 def test_the_same_definition_again_keeps_a_function_hung_and_another_lifts_it():
     """The file's second kernel (parts graded at their places) runs the defining cell again: the same
     definition must not wait out the limit again; a different one (a fix in a later cell) is run as it is."""
-    from autograder.notebook_calls import NotebookCalls
+    from autograder.kernel.calls import NotebookCalls
 
     calls = NotebookCalls(None, Limits(), None)  # no kernel needed: the bookkeeping only
     calls.ran(LEARN_NEVER_ENDS)

@@ -28,9 +28,9 @@ import pytest
 from bs4 import BeautifulSoup
 
 from adversarial import correct_notebook, insert_after, new_code, replace_in
-from autograder.batch import grade_folder
-from autograder.grade import Settings
-from autograder.kernel import Limits
+from autograder.batch.run import grade_folder
+from autograder.grading.grade import Settings
+from autograder.kernel.session import Limits
 from autograder.labs import get_lab, nbgrader_meta
 from bpe_labs.examples import make_submission
 

@@ -1,4 +1,4 @@
-"""The building blocks of the kernel boundary (autograder/isolation.py), each tested alone in a
+"""The building blocks of the kernel boundary (autograder/kernel/isolation.py), each tested alone in a
 child process (every restriction is irreversible), through Python and through libc (ctypes).
 
 The attacks of a hostile notebook graded end to end are in test_isolation_attacks.py.
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import isolation
-from autograder.kernel import KernelSession, Limits, isolation_status
+from autograder.kernel import isolation
+from autograder.kernel.session import KernelSession, Limits, isolation_status
 
 LANDLOCK = isolation.landlock_abi() >= 1
 needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="this Linux kernel has no Landlock")
@@ -28,8 +28,8 @@ needs_x86_64 = pytest.mark.skipif(os.uname().machine != "x86_64", reason="the se
 
 
 def run_child(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``code`` in a fresh Python with ``autograder.isolation`` importable; its output."""
-    prelude = "import os, sys, ctypes, socket\nfrom autograder import isolation\n"
+    """``code`` in a fresh Python with ``autograder.kernel.isolation`` importable; its output."""
+    prelude = "import os, sys, ctypes, socket\nfrom autograder.kernel import isolation\n"
     return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=60, env={**os.environ, **(env or {})})
 
@@ -230,7 +230,7 @@ def test_landlock_abi_is_reported_from_the_kernel():
 _KERNEL_PROBE = """
         import tempfile
         from pathlib import Path
-        from autograder.kernel import KernelSession, Limits
+        from autograder.kernel.session import KernelSession, Limits
         with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
             with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as session:
                 run = session.run_cell("import os; print(os.getuid(), os.getpid(), sorted(os.listdir('.')))", capture=True)
@@ -279,7 +279,7 @@ def open_python():
 
 def run_child_with(python: str, code: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """``code`` in ``python`` (this checkout's autograder importable)."""
-    prelude = "import os, sys, ctypes, socket\nfrom autograder import isolation\n"
+    prelude = "import os, sys, ctypes, socket\nfrom autograder.kernel import isolation\n"
     root = str(Path(__file__).resolve().parents[1])
     return subprocess.run([python, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
                           timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": root, **(env or {})})
@@ -296,7 +296,7 @@ def test_the_fence_is_used_and_said_when_landlock_is_off(open_python):
 FENCE_ATTACK = '''
 import tempfile
 from pathlib import Path
-from autograder.kernel import KernelSession, Limits
+from autograder.kernel.session import KernelSession, Limits
 CELL = """
 import ctypes, os, socket
 print("uid", os.getuid())
@@ -348,14 +348,14 @@ def test_the_fence_closes_the_network_and_ends_a_child_that_left_the_session(ope
 def test_a_fence_kernel_that_would_run_as_root_is_refused():
     """This machine's Python lies in root's home (mode 700): a kernel under a uid of its own could
     not run it. The fence used to give it none, and the notebook ran as uid 0."""
-    from autograder.kernel_boundary import _closed_to_others
+    from autograder.kernel.probe import _closed_to_others
 
     if os.geteuid() != 0 or _closed_to_others([Path(sys.executable).resolve()]) is None:
         pytest.skip("needs root and a Python in a folder closed to other users")
     code = """
         import tempfile
         from pathlib import Path
-        from autograder.kernel import KernelSession, Limits, IsolationUnavailable
+        from autograder.kernel.session import KernelSession, Limits, IsolationUnavailable
         with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
             try:
                 with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as session:
@@ -372,7 +372,7 @@ def test_require_isolation_refuses_the_fence():
     code = """
         import tempfile
         from pathlib import Path
-        from autograder.kernel import KernelSession, Limits, IsolationUnavailable
+        from autograder.kernel.session import KernelSession, Limits, IsolationUnavailable
         with tempfile.TemporaryDirectory() as folder:
             try:
                 with KernelSession(Path(folder) / "work", Limits(require_isolation=True)):
@@ -435,7 +435,7 @@ def test_no_unix_socket_of_the_machine_exists_for_a_kernel():
         code = f"""
             import tempfile
             from pathlib import Path
-            from autograder.kernel import KernelSession, Limits
+            from autograder.kernel.session import KernelSession, Limits
             with tempfile.TemporaryDirectory(prefix="bpe-grade-") as work:
                 with KernelSession(Path(work) / "work", Limits(cell_seconds=20)) as session:
                     print(session.run_cell({attack!r}, capture=True).stdout)
@@ -483,7 +483,7 @@ def test_the_memory_limit_holds_for_a_kernel_and_all_its_children_together():
     code = f"""
         import tempfile
         from pathlib import Path
-        from autograder.kernel import KernelSession, Limits
+        from autograder.kernel.session import KernelSession, Limits
         with tempfile.TemporaryDirectory(prefix="bpe-grade-") as work:
             with KernelSession(Path(work) / "work", Limits(cell_seconds=30, memory_bytes=1000 * 1024**2)) as session:
                 run = session.run_cell({attack!r}, capture=True)

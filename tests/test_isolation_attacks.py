@@ -37,14 +37,14 @@ import pytest
 
 from attacks import (CLASSMATE, HONEST, NEIGHBOUR, Targets, attack_list, correct_notebook, example_targets, holes_in,
                      report_of, stand_in_hog_notebook, write_submissions)
-from autograder import gradebook, report
+from autograder.reports import gradebook, report
 from bpe_labs import ROOT as REPO_ROOT
-from autograder.batch import grade_folder
-from autograder.grade import Settings
-from autograder.kernel import Limits
+from autograder.batch.run import grade_folder
+from autograder.grading.grade import Settings
+from autograder.kernel.session import Limits
 from autograder.labs import get_lab
-from autograder.result import GradeResult
-from autograder.resume import unsigned
+from autograder.grading.result import GradeResult
+from autograder.batch.resume import unsigned
 
 
 def landlock_abi() -> int:
@@ -59,7 +59,7 @@ def landlock_abi() -> int:
 def grader_isolation() -> str:
     """What the grader says its kernels get: ``landlock...`` behind the boundary, ``fence...`` else."""
     try:
-        from autograder.kernel import isolation_status
+        from autograder.kernel.session import isolation_status
     except ImportError:
         return "fence (this grader has no boundary)"
     return isolation_status()
@@ -197,8 +197,8 @@ while time.time() < end and os.path.exists(f"/proc/{grader}"):
 STAND_IN_PROBE = """
 import json, sys, threading
 from pathlib import Path
-from autograder.grade import Settings, grade_file
-from autograder.kernel import Limits
+from autograder.grading.grade import Settings, grade_file
+from autograder.kernel.session import Limits
 limits = Limits(cell_seconds=10, call_seconds=2, notebook_seconds=float(sys.argv[3]), memory_bytes=int(1.5 * 1024**3))
 grade = lambda: Path(sys.argv[2]).write_text(json.dumps(grade_file(Path(sys.argv[1]), "stand-in-hog",
                                                                    Settings(limits=limits, part_seconds=5)).to_json()))

@@ -2,7 +2,7 @@
 
 From a red-team run: one honest ``grade`` of two notebooks left two ``bpe-zygote-*`` folders in
 /tmp, and a term of grading runs leaves thousands. Now every ``bpe-*`` folder is named after the
-process that owns it (``autograder/tempdirs.py``), removed when that process is done, and swept by
+process that owns it (``autograder/kernel/tempdirs.py``), removed when that process is done, and swept by
 the batch when its owner was killed: the temporary folder holds the same entries before and after
 a batch whose workers were killed, or that was ended with SIGTERM.
 """
@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from adversarial import correct_notebook, dump
-from autograder import tempdirs
+from autograder.kernel import tempdirs
 from bpe_labs import ROOT as REPO_ROOT
 
 

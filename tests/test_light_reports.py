@@ -5,10 +5,10 @@ import csv
 import subprocess
 import sys
 
-from autograder import report
+from autograder.reports import report
 from bpe_labs import ROOT as REPO_ROOT
 from autograder.labs import get_lab
-from autograder.result import GradeResult, PartScore
+from autograder.grading.result import GradeResult, PartScore
 
 
 def graded_result(lab_id: str, student: str, scores: list[float], file: str = "", **more) -> GradeResult:
@@ -50,7 +50,7 @@ def test_class_report_drawn_in_the_background_is_the_same(tmp_path):
 def test_the_command_line_modules_import_nothing_heavy():
     """pandas, matplotlib, nbgrader (SQLAlchemy, alembic), Dask and tqdm wait until a function needs them."""
     heavy = ["pandas", "matplotlib", "nbgrader", "sqlalchemy", "alembic", "dask", "distributed", "tqdm", "nbconvert"]
-    code = ("import sys; import autograder.cli, autograder.batch, autograder.report, autograder.gradebook; "
+    code = ("import sys; import autograder.cli, autograder.batch.run, autograder.reports.report, autograder.reports.gradebook; "
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
     imported = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
                               env={"PYTHONPATH": str(REPO_ROOT), "PATH": ""})

@@ -8,8 +8,8 @@ import textwrap
 
 from adversarial import cell_of, correct_notebook, dump
 from bpe_labs import ROOT as REPO_ROOT
-from autograder.grade import Settings, grade_file
-from autograder.kernel import Limits
+from autograder.grading.grade import Settings, grade_file
+from autograder.kernel.session import Limits
 
 SLOW = "import time\ntime.sleep(3)\n"
 EXIT = "\n\ndef {name}(*args):\n    import os\n    os._exit(1)\n"
@@ -42,7 +42,7 @@ def test_the_notebook_timeout_caps_everything_done_for_a_file(tmp_path):
 REPLY = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from autograder.kernel import KernelDied, KernelSession, Limits, CallTimeout
+    from autograder.kernel.session import KernelDied, KernelSession, Limits, CallTimeout
 
     limits = Limits(cell_seconds=20, call_seconds=8, memory_bytes=3 * 1024**3, interrupt_grace_seconds=2)
     with KernelSession(Path(sys.argv[1]), limits) as session:

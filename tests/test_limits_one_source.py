@@ -1,4 +1,4 @@
-"""One source for the grader's limits and defaults (autograder/limits.py): ``grade``, ``serve`` and
+"""One source for the grader's limits and defaults (autograder/kernel/limits.py): ``grade``, ``serve`` and
 ``gradescope`` offer the same options with the same defaults, Gradescope's zip and the service's
 settings start from them, and docs/GRADING.md states them."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 
 from autograder.cli import build_parser
 from autograder.course import current
-from autograder.grade import Settings
+from autograder.grading.grade import Settings
 from autograder.gradescope import GradescopeConfig
-from autograder.limits import GRADER_MEMORY_BYTES, PART_SECONDS, MiB, Limits, limits_from
+from autograder.kernel.limits import GRADER_MEMORY_BYTES, PART_SECONDS, MiB, Limits, limits_from
 from autograder.service.settings import ServiceSettings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from autograder import gradebook
-from autograder.batch import grade_folder
+from autograder.reports import gradebook
+from autograder.batch.run import grade_folder
 from autograder.cli import main
 from autograder.labs import get_lab
 from autograder.lms import canvas, moodle
 from autograder.lms.command import csv_bytes, zip_bytes
-from autograder.lms.roster import read_roster
+from autograder.grading.roster import read_roster
 from autograder.lms.sheet import ERROR, NOTE, build, parse_assignments, points
-from autograder.result import GRADED, GradeResult, PartScore
+from autograder.grading.result import GRADED, GradeResult, PartScore
 from bpe_labs import ROOT
 from lms_rules import canvas_gradebook, moodle_feedback_zip, moodle_gradebook, moodle_worksheet
 

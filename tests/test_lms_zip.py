@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.batch import plan
+from autograder.batch.run import plan
 
 NOTEBOOK = b""  # an empty .ipynb: its row (empty_file) names its student without a kernel
 
@@ -41,7 +41,7 @@ def zip_bytes(entries: list[tuple[bytes | str, bytes]]) -> bytes:
 
 
 def flags(raw: bytes) -> dict[str, bool]:
-    from autograder.unpack import decoded_name
+    from autograder.batch.unpack import decoded_name
 
     with zipfile.ZipFile(io.BytesIO(raw)) as archive:
         return {decoded_name(info): bool(info.flag_bits & 0x800) for info in archive.infolist()}
@@ -93,7 +93,7 @@ def test_an_lms_zip_is_graded_as_it_comes_and_its_names_match_the_roster(tmp_pat
     files = {Path(row["file"]).name for row in rows if row["file"]}
     assert "├" not in "".join(files) and "Ã" not in "".join(files)
     # without a roster, the names themselves are right (the batch's plan: no need to grade again)
-    from autograder.unpack import unpack_submissions
+    from autograder.batch.unpack import unpack_submissions
 
     jobs, planned, _ = plan(unpack_submissions(tmp_path / "submissions.zip", tmp_path / "alone"))
     students = {student for _, student, _ in jobs} | {row.student_id for row in planned}

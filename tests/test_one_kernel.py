@@ -11,9 +11,9 @@ import nbformat
 import pytest
 
 from bpe_labs.examples import make_submission
-from autograder.grade import Settings, grade_file
+from autograder.grading.grade import Settings, grade_file
 from autograder.labs import nbgrader_meta
-from autograder.result import GradeResult
+from autograder.grading.result import GradeResult
 
 BROKEN_MERGE = """
 def merge_pair_in_word(word, pair):  # a later "experiment" that breaks the graded function

@@ -4,7 +4,7 @@ import shutil
 import pytest
 
 from bpe_labs import ROOT as REPO_ROOT
-from autograder.batch import grade_folder
+from autograder.batch.run import grade_folder
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,14 @@ import nbformat
 import pytest
 from hypothesis import given, strategies as st
 
-from autograder import codec, intake
-from autograder.check import free_names
+from autograder.kernel import codec
+from autograder.grading import intake
+from autograder.grading.check import free_names
 from bpe_labs.examples import load_cases, make_submission
-from autograder.intake import find_submissions, read_submission, recognise_lab, student_id_from_flat_name
-from autograder.kernel import CallTimeout, KernelSession, Limits
+from autograder.grading.intake import find_submissions, read_submission, recognise_lab, student_id_from_flat_name
+from autograder.kernel.session import CallTimeout, KernelSession, Limits
 from autograder.labs import get_lab
-from autograder.repair import repair
+from autograder.grading.repair import repair
 
 plain = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary(),
@@ -136,7 +137,7 @@ def test_intake_lets_running_out_of_memory_through(tmp_path, monkeypatch):
 def test_a_builtin_error_that_takes_more_than_a_message_is_still_named():
     """UnicodeDecodeError(message) itself raises TypeError: the student's error is named, never 'could not be checked'."""
     from autograder.course_interface import StudentError, student_error
-    from autograder.notebook_calls import CallOutcome
+    from autograder.kernel.calls import CallOutcome
 
     for class_name in ("UnicodeDecodeError", "UnicodeEncodeError", "KeyError"):
         error = CallOutcome.decode(["raised", class_name, True, "bad byte"]).error("decode")
@@ -163,7 +164,7 @@ def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
 
 
 def test_call_each_is_the_loop_in_one_round_trip(tmp_path):
-    from autograder.check import StudentFunction
+    from autograder.grading.check import StudentFunction
     from bpe_labs.hidden import call_each
 
     with KernelSession(tmp_path / "work", Limits(call_seconds=5)) as session:
@@ -190,7 +191,7 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
     """A batch reads like the loop it replaces: the checks of the cases before a failing call run
     first, and a slow-but-fine function is not cut off by the batch's length (each call has
     ``call_seconds`` of its own), while one that never ends times out at its own case."""
-    from autograder.check import StudentFunction
+    from autograder.grading.check import StudentFunction
     from bpe_labs.hidden import call_each
 
     with KernelSession(tmp_path / "work", Limits(call_seconds=2, interrupt_grace_seconds=2)) as session:
@@ -216,7 +217,7 @@ def test_a_kernel_started_when_the_notebooks_time_is_up_is_shut_down(tmp_path, m
     """The kernel starts, then the first request finds no time left: the session raises and the
     kernel it started does not outlive it (a worker would otherwise keep one per such notebook).
     With no time left at all, no kernel is started."""
-    from autograder.kernel_process import Kernel
+    from autograder.kernel.process import Kernel
 
     session = KernelSession(tmp_path / "work", Limits(notebook_seconds=30))
     install_codec = Kernel._install_codec
@@ -241,7 +242,7 @@ def test_a_kernel_started_when_the_notebooks_time_is_up_is_shut_down(tmp_path, m
 def test_waiting_for_a_kernel_to_answer_stops_at_the_notebooks_time(tmp_path, monkeypatch):
     """A kernel that never answers is waited for only while the notebook has time left, not a
     minute past it; the session says the time was used up and the kernel is shut down."""
-    from autograder import kernel_process as kernel
+    from autograder.kernel import process as kernel
 
     session = KernelSession(tmp_path / "work", Limits(notebook_seconds=4))
     client = kernel.KernelManager.client

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograder.labs import get_lab
-from autograder.result import STATUSES
+from autograder.grading.result import STATUSES
 from bpe_labs import ROOT
 from lms_rules import canvas_gradebook, moodle_gradebook
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import nbformat
 import pytest
 
-from autograder.batch import grade_folder
+from autograder.batch.run import grade_folder
 from autograder.labs import get_lab, nbgrader_meta
 from bpe_labs.examples import make_submission
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 import mistune
 from bs4 import BeautifulSoup
 
-from autograder import report
-from autograder.grade import Redactor, public_text, public_values
-from autograder.result import GradeResult, IntegrityEvent, PartScore
+from autograder.reports import report
+from autograder.grading.grade import Redactor, public_text, public_values
+from autograder.grading.result import GradeResult, IntegrityEvent, PartScore
 
 HOSTILE = ("[click me](javascript:alert(1)) <img src=x onerror=alert(1)> **bold** ![i](http://evil.example/x.png) "
            "<script>alert(2)</script> | a | table | `code` https://evil.example javascript:alert(3)")

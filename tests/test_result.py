@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from autograder.result import (GRADED, STATUSES, CellEvent, GradeResult, IntegrityEvent, MalformedResult, PartScore)
-from autograder.resume import sign, signed, trusted, unsigned
+from autograder.grading.result import (GRADED, STATUSES, CellEvent, GradeResult, IntegrityEvent, MalformedResult, PartScore)
+from autograder.batch.resume import sign, signed, trusted, unsigned
 
 KEY = b"a test key"
 

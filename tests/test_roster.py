@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from adversarial import correct_notebook, dump
-from autograder.batch import grade_folder, plan
+from autograder.batch.run import grade_folder, plan
 from autograder.cli import main
-from autograder.identity import read_roster
-from autograder.result import GradeResult
+from autograder.grading.identity import read_roster
+from autograder.grading.result import GradeResult
 
 
 @pytest.fixture(scope="module")

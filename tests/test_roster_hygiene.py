@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from autograder.lms import canvas
-from autograder.lms.roster import read_roster
+from autograder.grading.roster import read_roster
 from autograder.lms.sheet import build
-from autograder.result import GradeResult
+from autograder.grading.result import GradeResult
 
 DUPLICATES = """student_id,name,email
 s001,Ann Lee,ann@uni.edu

@@ -1,6 +1,6 @@
 """Stand-ins: a failing helper answered by the grader's reference, for one part only, never handed over.
 
-Reference: the behaviour ``autograder/stand_ins.py`` promises, checked in a real kernel.
+Reference: the behaviour ``autograder/grading/stand_ins.py`` promises, checked in a real kernel.
 """
 import json
 import tempfile
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import codec
-from autograder.kernel import KernelSession, Limits
+from autograder.kernel import codec
+from autograder.kernel.session import KernelSession, Limits
 from autograder.labs import Part, Upstream
-from autograder.stand_ins import note, standing_in
+from autograder.grading.stand_ins import note, standing_in
 
 
 def double(x):

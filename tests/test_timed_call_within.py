@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.check import StudentFunction
+from autograder.grading.check import StudentFunction
 from autograder.course_interface import timed_call, timed_call_within
-from autograder.kernel import CallTimeout, KernelSession, Limits
+from autograder.kernel.session import CallTimeout, KernelSession, Limits
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-import autograder.batch as batch
+import autograder.batch.run as batch
 from adversarial import CallLog
 from bpe_labs import ROOT as REPO_ROOT
-from autograder.batch import grade_folder, result_path
-from autograder.guard import CourseChanged, CourseGuard, course_files
-from autograder.resume import load_key
-from autograder.grade import grade_file as real_grade_file
+from autograder.batch.run import grade_folder, result_path
+from autograder.batch.guard import CourseChanged, CourseGuard, course_files
+from autograder.batch.resume import load_key
+from autograder.grading.grade import grade_file as real_grade_file
 from bpe_labs.course import COURSE
 
 

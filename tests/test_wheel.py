@@ -68,9 +68,9 @@ def test_the_wheel_carries_both_packages_and_the_course_files(wheel):
         names = set(archive.namelist())
         entry_points = next(archive.read(name).decode() for name in names if name.endswith(".dist-info/entry_points.txt"))
     labs = sorted(path.name for path in (REPO_ROOT / "solutions").glob("*.ipynb"))
-    expected = {"autograder/grade.py", "autograder/course.py", "autograder/sandbox_launcher.py",
+    expected = {"autograder/grading/grade.py", "autograder/course.py", "autograder/kernel/sandbox_launcher.py",
                 "autograder/gradescope_files/run_autograder", "autograder/gradescope_files/setup.sh",
-                "autograder/service/app.py", "autograder/service/submit_helper.py", "autograder/service/templates/base.html",
+                "autograder/service/app.py", "autograder/release/submit_helper.py", "autograder/service/templates/base.html",
                 "autograder/service/migrations/env.py", "autograder/service/migrations/script.py.mako",
                 "autograder/service/migrations/versions/0001_initial.py", "autograder/service/routes/api.py",
                 "autograder/service/migrations/versions/0002_lti.py", "autograder/service/lti/adapter.py",
@@ -134,7 +134,7 @@ def test_a_solution_notebook_runs_with_nbconvert_from_any_folder(installed, tmp_
 KERNEL_PROBE = """
 import json, sys, tempfile
 from pathlib import Path
-from autograder.kernel import KernelSession, Limits
+from autograder.kernel.session import KernelSession, Limits
 installed = Path(sys.argv[1])
 targets = {"solution": installed / "bpe_labs" / "files" / "solutions" / "toy_bpe.ipynb",
            "reference": installed / "bpe_labs" / "reference" / "char_bpe.py",

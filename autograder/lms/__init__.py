@@ -2,9 +2,10 @@
 
 A pipeline of small steps, each on typed data:
 
-* ``source``: the graded results (:class:`~autograder.result.GradeResult`) from wherever they are
-  kept: a grading output folder today (:class:`~autograder.lms.source.OutFolder`), the submission
-  service's database later; with the changes a person made by hand in the gradebook applied.
+* ``source``: the graded results (:class:`~autograder.grading.result.GradeResult`) from wherever
+they are kept: a grading output folder today (:class:`~autograder.lms.source.OutFolder`), the
+submission service's database later; with the changes a person made by hand in the gradebook
+applied.
 * ``roster``: the class list, with the ids each LMS knows a student by.
 * ``sheet``: results matched to roster students, labs to LMS columns; every mismatch becomes a
   :class:`~autograder.lms.sheet.Problem` (an error stops the export, a note is said).

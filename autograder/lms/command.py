@@ -132,8 +132,8 @@ def zip_bytes(files: list[tuple[str, str]]) -> bytes:
 def refresh_reports(folder: Path, db_path: Path | None, results) -> None:
     """grades.csv, the feedback pages, the class report and formgrader's notebooks, for
     ``results``."""
-    from autograder import formgrader
-    from autograder.batch import write_reports
+    from autograder.reports import formgrader
+    from autograder.batch.run import write_reports
 
     formgrader.write_course_or_say_why(folder, results, db_path)
     write_reports(results, folder)
@@ -141,7 +141,7 @@ def refresh_reports(folder: Path, db_path: Path | None, results) -> None:
 
 def run_export(args: argparse.Namespace) -> int:
     from autograder.lms import canvas, moodle
-    from autograder.lms.roster import read_roster
+    from autograder.grading.roster import read_roster
     from autograder.lms.sheet import ERROR, build, parse_assignments, read_assignments_file
     from autograder.lms.source import OutFolder
 

@@ -27,7 +27,7 @@ import html
 import re
 from pathlib import Path
 
-from autograder.identity import identify
+from autograder.grading.identity import identify
 from autograder.lms.sheet import (
     ERROR,
     NOTE,
@@ -38,7 +38,7 @@ from autograder.lms.sheet import (
     points,
     text_cell,
 )
-from autograder.result import GradeResult
+from autograder.grading.result import GradeResult
 
 WORKSHEET_HEADER = [
     "Identifier",
@@ -192,7 +192,7 @@ def _one_lab(sheet: Sheet, problems: list[Problem]):
 
 def worksheet(sheet: Sheet) -> tuple[list[list[str]], list[tuple[str, str]], list[Problem]]:
     """The worksheet's rows and the feedback zip's files (path in the zip, HTML), for one lab."""
-    from autograder.report import feedback_html as feedback_page
+    from autograder.reports.report import feedback_html as feedback_page
 
     problems: list[Problem] = []
     column = _one_lab(sheet, problems)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.labs import Lab, all_labs
-from autograder.lms.roster import RosterEntry, name_key
-from autograder.result import MISSING, NOT_ON_ROSTER, GradeResult
+from autograder.grading.roster import RosterEntry, name_key
+from autograder.grading.result import MISSING, NOT_ON_ROSTER, GradeResult
 
 ERROR, NOTE = "error", "note"
 

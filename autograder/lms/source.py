@@ -1,11 +1,11 @@
 """Where an export reads graded results from: any source of typed results.
 
-An LMS export needs nothing but :class:`~autograder.result.GradeResult` records: who handed in
-which lab, the points of each part, and what the feedback says. :class:`OutFolder` reads them from
-a grading output folder: the rows ``grade`` last reported there (``OUT/rows.json``, see ledger.py:
-what ``grades.csv`` holds, ``missing`` rows included, never an earlier result ``grade`` left out),
-checks that nobody edited them or ``OUT/results/*.json`` since, and applies the changes a TA made
-by hand in formgrader.
+An LMS export needs nothing but :class:`~autograder.grading.result.GradeResult` records: who handed
+in which lab, the points of each part, and what the feedback says. :class:`OutFolder` reads them
+from a grading output folder: the rows ``grade`` last reported there (``OUT/rows.json``, see
+batch/ledger.py: what ``grades.csv`` holds, ``missing`` rows included, never an earlier result
+``grade`` left out), checks that nobody edited them or ``OUT/results/*.json`` since, and applies the
+changes a TA made by hand in formgrader.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import adjustments
-from autograder.ledger import ROWS_FILE, Rows, kept_rows
-from autograder.result import MalformedResult
-from autograder.resume import CHECKSUM, key_path, sign, unsigned
+from autograder.reports import adjustments
+from autograder.batch.ledger import ROWS_FILE, Rows, kept_rows
+from autograder.grading.result import MalformedResult
+from autograder.batch.resume import CHECKSUM, key_path, sign, unsigned
 
 
 class SourceError(ValueError):
@@ -28,9 +28,9 @@ class SourceError(ValueError):
 class OutFolder:
     """The results of ``bpe-labs grade ... --out OUT``, with the gradebook's changes made by hand.
 
-    A result file must carry the checksum that the grading machine's key gives it (see resume.py):
-    a grade someone edited in ``results/`` is refused, not exported. Where that key is not on this
-    machine the checksums cannot be checked, and :attr:`notes` says so.
+    A result file must carry the checksum that the grading machine's key gives it (see
+    batch/resume.py): a grade someone edited in ``results/`` is refused, not exported. Where that
+    key is not on this machine the checksums cannot be checked, and :attr:`notes` says so.
     """
 
     folder: Path

@@ -4,8 +4,8 @@ One command (``serve``) starts a web process (FastAPI on uvicorn) and a grading 
 nothing but the database (SQLAlchemy: an SQLite file by default, PostgreSQL by URL), which is also
 the queue: a submission is a row, a grading process claims it, grades it with the engine's own
 ``grade_file`` behind the same kernel boundary, and writes the one
-:class:`~autograder.result.GradeResult` back. Like the rest of the engine it knows nothing about a
-course: it receives the course as the one ``Course`` object (``autograder.course``).
+:class:`~autograder.grading.result.GradeResult` back. Like the rest of the engine it knows nothing
+about a course: it receives the course as the one ``Course`` object (``autograder.course``).
 
     settings.py     ServiceSettings: the one settings object
     database.py     the engine from a URL, sessions, migrations (alembic: migrations/)
@@ -24,7 +24,7 @@ course: it receives the course as the one ``Course`` object (``autograder.course
     app.py          the web application: routers, middleware, security headers
     routes/         api.py (the HTTP API), student.py (students' pages), dashboard.py (instructors')
     submit_helper.py  the Submit cell's helper (standard library only), as the notebooks carry it
-                    (the cells themselves are release content: autograder/submit_cells.py)
+                    (the cells themselves are release content: autograder/release/submit_cells.py)
     cli.py          serve, tokens, accounts, lti-keys
     lti/            LTI 1.3: an LMS launches the service, the gradebook gets the counted attempts'
                     scores

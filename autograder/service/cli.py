@@ -52,7 +52,7 @@ def _roster(db, path: str) -> tuple[int, int]:
 
 def settings_from(args):
     """ServiceSettings from ``serve``'s arguments; raises Stop for a mistake."""
-    from autograder.settings import Settings
+    from autograder.grading.settings import Settings
     from autograder.service.settings import (
         ServiceSettings,
         is_loopback,
@@ -80,7 +80,7 @@ def settings_from(args):
             "network in the clear. Serve on 127.0.0.1 behind a TLS reverse proxy "
             "(docs/SERVICE.md), give --https-cert and --https-key, or pass --insecure"
         )
-    from autograder.batch import InsecureScheduler
+    from autograder.batch.run import InsecureScheduler
     from autograder.cli import UsageError, dask_arguments
 
     try:
@@ -380,7 +380,7 @@ def _guarded(command):
 
 def add_commands(commands, course) -> None:
     """``serve``, ``tokens`` and ``accounts`` as sub-commands of the engine's command line."""
-    from autograder.limits import add_limit_arguments, default_workers
+    from autograder.kernel.limits import add_limit_arguments, default_workers
 
     serve = commands.add_parser(
         "serve",
@@ -483,7 +483,7 @@ def add_commands(commands, course) -> None:
         help=f"corpora the notebooks load (default: ${course.data_variable}, else "
              f"{course.default_data})",
     )
-    add_limit_arguments(serve)  # grade's, with the same defaults (autograder/limits.py)
+    add_limit_arguments(serve)  # grade's, with the same defaults (autograder/kernel/limits.py)
     serve.add_argument(
         "--lti",
         metavar="CONFIG.json",

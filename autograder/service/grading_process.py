@@ -1,8 +1,8 @@
 """The grading process: takes jobs from the database queue, grades them, writes their results.
 
 It is a process of its own, started (and restarted) by the web process, sharing nothing with it but
-the database. Jobs are graded by local grading processes (``autograder.workers``: a memory cap of
-their own, a watchdog that kills one that dies, stops or hangs, with every process it started) or
+the database. Jobs are graded by local grading processes (``autograder.batch.workers``: a memory cap
+of their own, a watchdog that kills one that dies, stops or hangs, with every process it started) or
 by a Dask cluster (``--scheduler``). A job whose grading process is lost goes back to the queue
 once (``queue.lost``); the claim counts are in the database, so a restart does not reset them.
 
@@ -28,13 +28,13 @@ import psutil
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from autograder import tempdirs
-from autograder.deadline import hard_seconds, out_of_time_row
-from autograder.result import GRADER_ERROR, GradeResult
+from autograder.kernel import tempdirs
+from autograder.batch.deadline import hard_seconds, out_of_time_row
+from autograder.grading.result import GRADER_ERROR, GradeResult
 from autograder.service import queue
 from autograder.service.database import Database
 from autograder.service.worker_job import NotebookJob, grade_notebook, grade_notebook_within_time
-from autograder.workers import Job, Outcome, WorkerPool, drain
+from autograder.batch.workers import Job, Outcome, WorkerPool, drain
 from autograder.service.settings import ServiceSettings
 
 log = logging.getLogger("autograder.service.grader")
@@ -66,14 +66,15 @@ IDLE_SECONDS, IDLE_SHARE = 10.0, 0.02
 
 
 class LocalRunner:
-    """Local grading processes, each grading one job at a time (``autograder.workers.WorkerPool``:
-    its processes, watchdog and clean-up, fed one job whenever a process is free)."""
+    """Local grading processes, each grading one job at a time
+    (``autograder.batch.workers.WorkerPool``: its processes, watchdog and clean-up, fed one job
+    whenever a process is free)."""
 
     kind = "local"
 
     def __init__(self, size: int, settings, memory_bytes: int, long_seconds: float = 60.0):
         # the same outside deadline as every other grader
-        # (deadline.py): --notebook-timeout and a grace
+        # (batch/deadline.py): --notebook-timeout and a grace
         self.settings = settings
         self.pool = WorkerPool(
             grade_notebook,
@@ -171,9 +172,9 @@ class DaskRunner:
         from distributed import Client
 
         from autograder.course import current
-        from autograder.dask_grading import Rotation
+        from autograder.batch.dask_grading import Rotation
 
-        from autograder.batch import dask_security
+        from autograder.batch.run import dask_security
 
         security = dask_security(scheduler, security=security)  # TLS with a certificate only
         self.client = Client(scheduler, security=security, timeout=30)
@@ -209,7 +210,7 @@ class DaskRunner:
         return self.check() - len(self.futures)
 
     def start(self, job: queue.Job, settings) -> int | None:
-        from autograder.dask_grading import grade_on_worker
+        from autograder.batch.dask_grading import grade_on_worker
 
         future = self.client.submit(
             grade_on_worker,
@@ -258,7 +259,7 @@ class DaskRunner:
     def wait(self, timeout: float, wake=None) -> list[Event]:
         from distributed import wait as dask_wait
 
-        from autograder.dask_grading import WorkerUnfit
+        from autograder.batch.dask_grading import WorkerUnfit
 
         if not self.futures:
             if wake is not None and wait([wake], timeout=timeout):
@@ -321,7 +322,7 @@ def _record(db: Database, grader_id: str, event: Event) -> None:
 def run(settings: ServiceSettings, wake=None) -> int:
     """Grade jobs until told to stop (SIGTERM, SIGINT) or the course changes. Returns the exit
     code."""
-    from autograder.guard import CourseChanged, CourseGuard, course_files
+    from autograder.batch.guard import CourseChanged, CourseGuard, course_files
 
     db = Database(settings.db_url, pooled=False)  # this process forks grading workers
     grader_id = uuid.uuid4().hex
@@ -335,7 +336,7 @@ def run(settings: ServiceSettings, wake=None) -> int:
     runner: DaskRunner | LocalRunner
     cluster = None
     if settings.local_cluster:
-        from autograder.dask_tls import LocalTLSCluster
+        from autograder.batch.dask_tls import LocalTLSCluster
 
         cluster = LocalTLSCluster(settings.workers).start()
         runner = DaskRunner(cluster.address, cluster.security, settings.workers,
@@ -426,7 +427,8 @@ def run(settings: ServiceSettings, wake=None) -> int:
 def local_unfit(allow_fence: bool) -> str | None:
     """Why this machine's kernels may not grade the service's jobs (root, or the fence without
     ``--allow-fence``), or None."""
-    from autograder.kernel_boundary import full_boundary, isolation_status, refused
+    from autograder.kernel.boundary import full_boundary, refused
+    from autograder.kernel.probe import isolation_status
 
     status = isolation_status()
     if refused(status):
@@ -439,7 +441,7 @@ def local_unfit(allow_fence: bool) -> str | None:
 def main(settings: ServiceSettings, wake=None) -> None:
     """The grading process's body (started by the web process): dies with its parent."""
     if sys.platform.startswith("linux"):
-        from autograder import isolation
+        from autograder.kernel import isolation
 
         isolation.die_with_parent(signal.SIGKILL)
     if os.getppid() == 1:

@@ -25,7 +25,7 @@ import psutil
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from autograder.result import GRADED as GRADED_STATUS, WORKER_LOST, GradeResult
+from autograder.grading.result import GRADED as GRADED_STATUS, WORKER_LOST, GradeResult
 from autograder.service.database import Database, rowcount
 from autograder.service.models import ERROR, GRADED, GRADING, QUEUED, Grader, LtiLink, Submission
 from autograder.service.settings import now

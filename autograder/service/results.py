@@ -1,6 +1,6 @@
-"""Stored results as the engine's typed :class:`~autograder.result.GradeResult`: every attempt, the
-attempt that counts (the last graded one, or the best), and the files made from them with the
-engine's own report code (``grades.csv``, the nbgrader gradebook, the class report).
+"""Stored results as the engine's typed :class:`~autograder.grading.result.GradeResult`: every
+attempt, the attempt that counts (the last graded one, or the best), and the files made from them
+with the engine's own report code (``grades.csv``, the nbgrader gradebook, the class report).
 
 For tools that read the service's database (an LMS export, say)::
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import undefer
 
-from autograder.result import GradeResult
+from autograder.grading.result import GradeResult
 from autograder.service.database import Database
 from autograder.service.models import GRADED, Submission
 from autograder.service.settings import COUNTED
@@ -97,7 +97,7 @@ def counted_results(
 
 
 def write_grades_csv(results: list[GradeResult], path: Path) -> Path:
-    from autograder.report import write_grades_csv as write
+    from autograder.reports.report import write_grades_csv as write
 
     write(results, Path(path))
     return Path(path)
@@ -105,7 +105,7 @@ def write_grades_csv(results: list[GradeResult], path: Path) -> Path:
 
 def write_gradebook(results: list[GradeResult], path: Path) -> Path:
     """nbgrader's gradebook (SQLite) holding these results, as ``grade`` writes it."""
-    from autograder import gradebook
+    from autograder.reports import gradebook
 
     labs = sorted({result.lab for result in results if result.lab})
     gradebook.prepare(Path(path), labs or None)

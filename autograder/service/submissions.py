@@ -24,7 +24,7 @@ from typing import Sequence
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from autograder.intake import read_submission
+from autograder.grading.intake import read_submission
 from autograder.service import queue
 from autograder.service.admission import file_too_costly
 from autograder.service.database import Database
@@ -269,7 +269,7 @@ def describe(session, row: Submission, feedback: bool = True) -> dict:
             if cell.kind != "given"
         ]
         if feedback:
-            from autograder.report import feedback_html
+            from autograder.reports.report import feedback_html
 
             data["feedback_html"] = feedback_html(result)
     return data

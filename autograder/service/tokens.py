@@ -26,7 +26,7 @@ from pathlib import Path
 
 from sqlalchemy import delete, select, update
 
-from autograder.identity import read_roster  # noqa: F401  (the roster's format is grade --roster's)
+from autograder.grading.identity import read_roster  # noqa: F401  (the roster's format is grade --roster's)
 from autograder.service.models import INSTRUCTOR, ROLES, Account, Student, Token, WebSession
 from autograder.service.settings import now
 

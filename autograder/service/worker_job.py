@@ -8,11 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from autograder.deadline import run_within_time
-from autograder.grade import grade_file
-from autograder.settings import Settings
-from autograder.result import GradeResult
-from autograder.workers import Job
+from autograder.batch.deadline import run_within_time
+from autograder.grading.grade import grade_file
+from autograder.grading.settings import Settings
+from autograder.grading.result import GradeResult
+from autograder.batch.workers import Job
 
 
 class NotebookJob(NamedTuple):

@@ -1,5 +1,5 @@
 """What the tests of grade.py's steps share (one test module per step, ``test_step_*.py``): the toy
-course (toy_course.py), a :class:`~autograder.grade.Grading` of its lab on synthetic cells, as if
+course (toy_course.py), a :class:`~autograder.grading.grade.Grading` of its lab on synthetic cells, as if
 the steps before had run, and a workdir for its kernels.
 
 A test module imports the ``course`` fixture from here (``--noconftest`` runs them without
@@ -13,11 +13,11 @@ from typing import Iterator
 
 import pytest
 
-from autograder import grade
-from autograder.grade import Grading, Progress, Settings
-from autograder.kernel import Limits
+from autograder.grading import grade
+from autograder.grading.grade import Grading, Progress, Settings
+from autograder.kernel.session import Limits
 from autograder.labs import get_lab
-from autograder.repair import Step
+from autograder.grading.repair import Step
 from toy_course import LAB, RIGHT, toy_course
 
 SETTINGS = Settings(limits=Limits(notebook_seconds=120), part_seconds=30)

@@ -1,4 +1,4 @@
-"""A batch (autograder/batch.py) over a folder of the toy course (toy_course.py), with no BPE
+"""A batch (autograder/batch/run.py) over a folder of the toy course (toy_course.py), with no BPE
 course: one row per entry, whatever it is, graded in a worker process (workers.py), with
 grades.csv and a feedback page per graded file in OUT; a second run grades nothing again."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import csv
 
 import pytest
 
-from autograder.batch import grade_folder
-from autograder.kernel import Limits
-from autograder.settings import Settings
+from autograder.batch.run import grade_folder
+from autograder.kernel.session import Limits
+from autograder.grading.settings import Settings
 from toy_course import LAB, POINTS, RIGHT, submission, toy_course
 
 SETTINGS = Settings(limits=Limits(cell_seconds=10, call_seconds=5, notebook_seconds=60),

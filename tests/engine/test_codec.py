@@ -1,4 +1,4 @@
-"""Plain values across the kernel boundary (autograder/codec.py), with no course and no kernel:
+"""Plain values across the kernel boundary (autograder/kernel/codec.py), with no course and no kernel:
 every exact built-in type comes back as itself, anything else is a marker equal to nothing, and
 what a kernel could send to hurt the grader is refused before it is used."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from autograder import codec
+from autograder.kernel import codec
 
 VALUES = [
     None, True, 0, -(10**40), 1.5, float("inf"), "Ġdé\r\n", b"\x00\xff", [1, [2, (3,)]],

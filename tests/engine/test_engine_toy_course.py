@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.check import run_part
-from autograder.kernel import CallTimeout, KernelSession, Limits
-from autograder.kernel_boundary import CoursePaths
+from autograder.grading.check import run_part
+from autograder.kernel.session import CallTimeout, KernelSession, Limits
+from autograder.kernel.boundary import CoursePaths
 from autograder.labs import get_lab
-from autograder.result import Verdict
+from autograder.grading.result import Verdict
 from toy_course import LAB, POINTS, RIGHT, submission, toy_course
 
 HERE = Path(__file__).resolve().parent
@@ -70,7 +70,7 @@ def test_one_part_is_checked_against_the_student_function(course, tmp_path):
 
 
 def test_a_file_is_graded_part_by_part(course, tmp_path):
-    from autograder.grade import Settings, grade_file
+    from autograder.grading.grade import Settings, grade_file
 
     settings = Settings(limits=Limits(notebook_seconds=120), part_seconds=30)
     right = grade_file(submission(course, RIGHT, tmp_path / "right.ipynb"), "ada", settings)

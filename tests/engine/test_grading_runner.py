@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from autograder import grade
-from autograder.kernel import CallTimeout
-from autograder.kernel_process import Ending
-from autograder.result import GRADER_ERROR, GRADED, NOT_A_NOTEBOOK
+from autograder.grading import grade
+from autograder.kernel.session import CallTimeout
+from autograder.kernel.process import Ending
+from autograder.grading.result import GRADER_ERROR, GRADED, NOT_A_NOTEBOOK
 from grading_steps import SETTINGS, course, new_grading  # noqa: F401  (course: a fixture)
 from toy_course import LAB, RIGHT, submission
 

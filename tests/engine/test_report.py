@@ -1,4 +1,4 @@
-"""The reports (autograder/report.py) of a course of its own (toy_course.py): grades.csv has one
+"""The reports (autograder/reports/report.py) of a course of its own (toy_course.py): grades.csv has one
 column per part of the course, scores written one way, nothing a spreadsheet would run as a
 formula, and a feedback page per file that says the student's own text as text."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ import csv
 
 import pytest
 
-from autograder.report import feedback_html, feedback_path, write_grades_csv
-from autograder.result import GRADED, GradeResult, PartScore
+from autograder.reports.report import feedback_html, feedback_path, write_grades_csv
+from autograder.grading.result import GRADED, GradeResult, PartScore
 from toy_course import LAB, POINTS, toy_course
 
 

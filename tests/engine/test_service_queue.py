@@ -7,7 +7,7 @@ import hashlib
 
 import pytest
 
-from autograder.result import GRADED as GRADED_STATUS, WORKER_LOST, GradeResult
+from autograder.grading.result import GRADED as GRADED_STATUS, WORKER_LOST, GradeResult
 from autograder.service import queue
 from autograder.service.database import Database
 from autograder.service.models import ERROR, GRADED, GRADING, QUEUED, Student, Submission

@@ -2,8 +2,8 @@
 student added after it too."""
 from __future__ import annotations
 
-from autograder import grade
-from autograder.repair import Repaired
+from autograder.grading import grade
+from autograder.grading.repair import Repaired
 from grading_steps import added, answer, check, given, new_grading
 
 

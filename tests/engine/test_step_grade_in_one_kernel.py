@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from autograder import grade
-from autograder.result import Verdict
+from autograder.grading import grade
+from autograder.grading.result import Verdict
 from grading_steps import (  # noqa: F401  (course: a fixture)
     SETTINGS,
     WRONG_TOTAL,

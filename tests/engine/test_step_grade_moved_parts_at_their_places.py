@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from autograder import grade
-from autograder.result import PartScore, Verdict
+from autograder.grading import grade
+from autograder.grading.result import PartScore, Verdict
 from grading_steps import added, answer, check, course, in_a_workdir, on_cells  # noqa: F401
 from toy_course import POINTS
 

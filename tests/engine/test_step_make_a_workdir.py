@@ -2,7 +2,7 @@
 closes, and the file counted as taking a kernel."""
 from __future__ import annotations
 
-from autograder import grade
+from autograder.grading import grade
 from grading_steps import new_grading
 
 

@@ -2,7 +2,7 @@
 changed."""
 from __future__ import annotations
 
-from autograder import grade
+from autograder.grading import grade
 from grading_steps import added, answer, check, course, in_a_workdir, on_cells  # noqa: F401
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from autograder import grade
-from autograder.result import EMPTY, NOT_A_NOTEBOOK, IntegrityEvent
+from autograder.grading import grade
+from autograder.grading.result import EMPTY, NOT_A_NOTEBOOK, IntegrityEvent
 from grading_steps import course, new_grading  # noqa: F401  (course: a fixture)
 from toy_course import LAB, RIGHT, submission
 

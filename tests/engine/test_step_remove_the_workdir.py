@@ -1,7 +1,7 @@
 """grade.remove_the_workdir: the kernels' folder is removed before the row is written."""
 from __future__ import annotations
 
-from autograder import grade
+from autograder.grading import grade
 from grading_steps import new_grading
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import nbformat
 from nbformat.v4 import new_code_cell
 
-from autograder import grade
-from autograder.intake import Submission
-from autograder.result import IntegrityEvent
+from autograder.grading import grade
+from autograder.grading.intake import Submission
+from autograder.grading.result import IntegrityEvent
 from grading_steps import course, new_grading  # noqa: F401  (course: a fixture)
 from toy_course import LAB, POINTS, RIGHT
 

@@ -2,8 +2,8 @@
 the test cells ran, then the parts whose test cell never ran."""
 from __future__ import annotations
 
-from autograder import grade
-from autograder.result import Verdict
+from autograder.grading import grade
+from autograder.grading.result import Verdict
 from grading_steps import WRONG_TOTAL, course, in_a_workdir, on_cells  # noqa: F401
 from toy_course import POINTS, RIGHT
 

@@ -2,7 +2,7 @@
 what each check showed, the cells that failed, the parts in the order their test cells ran."""
 from __future__ import annotations
 
-from autograder import grade
+from autograder.grading import grade
 from grading_steps import added, answer, check, course, given, in_a_workdir, on_cells  # noqa: F401
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from autograder import grade
-from autograder.kernel_process import Ending
+from autograder.grading import grade
+from autograder.kernel.process import Ending
 from grading_steps import course, in_a_workdir, on_cells  # noqa: F401  (course: a fixture)
 
 

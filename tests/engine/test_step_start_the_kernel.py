@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from autograder import grade
-from autograder.kernel import CallTimeout
-from autograder.kernel_process import Ending
+from autograder.grading import grade
+from autograder.kernel.session import CallTimeout
+from autograder.kernel.process import Ending
 from grading_steps import course, in_a_workdir, on_cells  # noqa: F401  (course: a fixture)
 
 

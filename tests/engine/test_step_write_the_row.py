@@ -2,9 +2,9 @@
 inputs redacted from a failed part's message), its visible check, and the score."""
 from __future__ import annotations
 
-from autograder import grade
-from autograder.intake import Submission
-from autograder.result import GRADED, PartScore, Verdict
+from autograder.grading import grade
+from autograder.grading.intake import Submission
+from autograder.grading.result import GRADED, PartScore, Verdict
 from grading_steps import course, on_cells  # noqa: F401  (course: a fixture)
 from toy_course import LAB, POINTS
 

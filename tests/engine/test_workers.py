@@ -1,4 +1,4 @@
-"""The workers' front door (autograder/workers.py), with no course: a :class:`Job` in, an
+"""The workers' front door (autograder/batch/workers.py), with no course: a :class:`Job` in, an
 :class:`Event` out for each, whatever the job does to its own worker; ``run`` retries a lost job
 once and makes the rows of the ones lost twice or out of time."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from autograder.workers import Job, Outcome, WorkerPool
+from autograder.batch.workers import Job, Outcome, WorkerPool
 
 
 def act(kind: str, value: int = 0):

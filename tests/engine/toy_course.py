@@ -69,7 +69,7 @@ def toy_course(root: Path):
     before, variable = course_module._current, os.environ.get(COURSE_VARIABLE)
     course_module.use(course)
     try:
-        from autograder.release import release
+        from autograder.release.student_notebooks import release
 
         if not written:
             release()

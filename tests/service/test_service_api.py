@@ -253,7 +253,7 @@ def test_plain_http_on_an_address_other_than_loopback_is_refused(tmp_path):
 def test_a_notebook_cannot_read_the_service_database(service):
     """The kernel boundary of ``grade`` holds for the service's own files: a notebook that reads the
     database (through Python and through libc) sees nothing of it, and its result is graded as usual."""
-    from autograder.kernel import isolation_status
+    from autograder.kernel.session import isolation_status
 
     if not isolation_status().startswith("landlock"):
         pytest.skip(f"kernels cannot be isolated here ({isolation_status()}): the fence does not stop libc")

@@ -224,7 +224,7 @@ def test_a_killed_servers_kernel_cgroups_are_swept_at_start(tmp_path):
     """A stale ``bpe-kernel-*`` cgroup (its owner gone) beside where the server's kernels' cgroups go:
     the server removes it when it starts. The server runs in a pids cgroup of this test's own, so
     that no other grader on the machine sweeps it first."""
-    from autograder import isolation, tempdirs
+    from autograder.kernel import isolation, tempdirs
 
     own = isolation._own_cgroups()
     base = os.path.join(isolation.CGROUP_ROOT, "pids" + own.get("pids", "/nowhere"))

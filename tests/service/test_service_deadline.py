@@ -1,4 +1,4 @@
-"""The service's outside deadline (autograder/deadline.py, service/grading_process.py's LocalRunner), through real
+"""The service's outside deadline (autograder/batch/deadline.py, service/grading_process.py's LocalRunner), through real
 HTTP: a submission whose grading hangs in the grader's own process gets an ``out_of_time`` error once
 ``--notebook-timeout`` and the grace have passed, is never graded again, and the next submission is graded.
 

@@ -14,8 +14,8 @@ from jupyter_client import KernelManager
 
 from autograder.course import current
 from autograder.labs import get_lab
-from autograder.repair import repair
-from autograder.submit_cells import HELPER_ID, INTRO_ID, SUBMIT_ID, with_submit_cells
+from autograder.grading.repair import repair
+from autograder.release.submit_cells import HELPER_ID, INTRO_ID, SUBMIT_ID, with_submit_cells
 from bpe_labs.examples import load_cases, make_submission
 from service_helpers import rows
 

@@ -167,7 +167,7 @@ def test_after_a_restart_the_service_adopts_its_dask_tasks_and_grades_no_job_twi
     slot instead of queueing behind a task the service believed gone (it was graded twice)."""
     import sqlite3
 
-    from autograder.dask_tls import LocalTLSCluster
+    from autograder.batch.dask_tls import LocalTLSCluster
 
     slow = nbformat.read(EXAMPLES / "toy-correct.ipynb", as_version=4)
     slow.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(15)"))

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from autograder.result import GradeResult, PartScore
+from autograder.grading.result import GradeResult, PartScore
 from autograder.service.database import Database
 from autograder.service.models import Student, Submission
 from autograder.service.results import counted_attempts, counted_results
@@ -89,7 +89,7 @@ def test_a_mistake_gets_one_line_and_exit_code_2(tmp_path, args, said):
 
 
 def test_grading_on_a_dask_cluster(tmp_path):
-    from autograder.dask_tls import LocalTLSCluster
+    from autograder.batch.dask_tls import LocalTLSCluster
 
     with LocalTLSCluster(1) as cluster:  # `dask scheduler` and `dask worker` over TLS
         server = make_service(tmp_path / "dask", "--scheduler", cluster.address, "--tls-dir",
@@ -103,7 +103,7 @@ def test_health_says_503_while_no_dask_worker_can_grade_and_200_once_one_joins(t
     """Was: with no worker at all, jobs sat in `grading` while /health said ok."""
     import httpx
 
-    from autograder.dask_tls import LocalTLSCluster
+    from autograder.batch.dask_tls import LocalTLSCluster
 
     with LocalTLSCluster(0) as cluster:  # a scheduler, no worker yet
         server = make_service(tmp_path / "dask", "--scheduler", cluster.address, "--tls-dir",

@@ -17,7 +17,7 @@ from sqlalchemy.orm import undefer
 from starlette.background import BackgroundTask
 
 from autograder.labs import all_labs
-from autograder.report import class_report, feedback_html
+from autograder.reports.report import class_report, feedback_html
 from autograder.service import queue, tokens
 from autograder.service.auth import SESSION_COOKIE, csrf_ok, set_cookie, start_session
 from autograder.service.database import Database

@@ -9,7 +9,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from sqlalchemy.orm import undefer
 
-from autograder.report import feedback_html
+from autograder.reports.report import feedback_html
 from autograder.service import queue, tokens
 from autograder.service.auth import (
     SESSION_COOKIE,
