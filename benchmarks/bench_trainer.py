@@ -141,10 +141,17 @@ def main(argv: list[str] | None = None) -> None:
         word_counts = count_words(text)
         pieces = whitespace_pieces(text)
         vocab_size = initial_tokenizers_vocab_size(word_counts) + args.merges
-        tokenizers_seconds, tokenizers_cpu, model = best_time(lambda: train_tokenizers(pieces, vocab_size), args.repeat)
-        fast_seconds, fast_cpu, ours = best_time(lambda: train_fast(text, args.merges, args.parallel_count), args.repeat)
-        print(f"{size:>5g} {sum(word_counts.values()):>10,} {len(word_counts):>9,} {tokenizers_seconds:>13.2f} "
-              f"{fast_seconds:>7.2f} {fast_seconds / tokenizers_seconds:>9.2f} {tokenizers_cpu:>10.2f} {fast_cpu:>11.2f} "
+        # best_time calls each lambda before the loop moves on; the defaults bind this round's values
+        tokenizers_seconds, tokenizers_cpu, model = best_time(
+            lambda pieces=pieces, vocab_size=vocab_size: train_tokenizers(pieces, vocab_size),
+            args.repeat,
+        )
+        fast_seconds, fast_cpu, ours = best_time(
+            lambda text=text: train_fast(text, args.merges, args.parallel_count), args.repeat
+        )
+        print(f"{size:>5g} {sum(word_counts.values()):>10,} {len(word_counts):>9,} "
+              f"{tokenizers_seconds:>13.2f} {fast_seconds:>7.2f} "
+              f"{fast_seconds / tokenizers_seconds:>9.2f} {tokenizers_cpu:>10.2f} {fast_cpu:>11.2f} "
               f"{len(model['merges']):>7} / {len(ours):<7} {shared_tokens(ours, model):>7}", flush=True)
     print(f"load average now {os.getloadavg()[0]:.1f}")
 

@@ -32,6 +32,11 @@ _CODE = re.compile(r"`([^`]+)`")
 _YAML = re.compile(r"```yaml\n(.*?)```", re.S)
 
 
+def _first_code(cell: str) -> str:
+    """The first `code` span of a table cell, or "" when it has none."""
+    return (_CODE.findall(cell) or [""])[0]
+
+
 @dataclass(frozen=True)
 class Rule:
     number: str
@@ -56,9 +61,9 @@ def read_contract(lab_id: str) -> tuple[list[Rule], dict]:
         if len(cells) != 6 or not cells[0].isdigit():
             continue
         number, function, rule, example, hidden, mistake = cells
-        code = lambda cell: (_CODE.findall(cell) or [""])[0]
         spans = _CODE.findall(function)
-        rules.append(Rule(number, code(function), rule, code(example), code(hidden), code(mistake), spans[1] if len(spans) > 1 else ""))
+        rules.append(Rule(number, _first_code(function), rule, _first_code(example),
+                          _first_code(hidden), _first_code(mistake), spans[1] if len(spans) > 1 else ""))
     blocks = _YAML.findall(text)
     mistakes = (yaml.safe_load(blocks[0]) or {}).get("mistakes", {}) if blocks else {}
     return rules, mistakes

@@ -7,7 +7,6 @@ tried by tests/test_contracts.py.)
 import shutil
 
 import nbformat
-import pytest
 from nbclient import NotebookClient
 
 from bpe_labs import ROOT as REPO_ROOT

@@ -236,7 +236,7 @@ def test_a_change_made_in_formgrader_reaches_grades_csv_the_reports_and_the_lms_
     assert float(bo_row()["score"]) == expected
     with open(tmp_path / "c.csv", newline="") as handle:
         canvas_rows = {row["ID"]: row for row in csv.DictReader(handle)}
-    assert float(canvas_rows["2"][f"Byte-Pair Encoding on toy corpora (55)"]) == expected
+    assert float(canvas_rows["2"]["Byte-Pair Encoding on toy corpora (55)"]) == expected
 
 
 def _result(student: str, file: str) -> GradeResult:

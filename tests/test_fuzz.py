@@ -22,7 +22,7 @@ from autograder.intake import read_submission
 from autograder.kernel import Limits
 from autograder.labs import get_lab
 from autograder.repair import repair
-from autograder.result import GradeResult, IntegrityEvent
+from autograder.result import GradeResult
 
 SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=60, memory_bytes=int(1.5 * 1024**3)),
                     part_seconds=20)

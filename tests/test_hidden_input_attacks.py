@@ -21,7 +21,6 @@ import binascii
 import json
 import re
 import zlib
-from pathlib import Path
 
 import nbformat
 import pytest

@@ -201,12 +201,14 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
         assert list(call_each(slow, [(n,) for n in range(8)])) == list(range(8))  # 2.4 s in all (> 2), 0.3 s each
         seen = []
         with pytest.raises(CallTimeout):
-            for n, got in zip(range(5), call_each(StudentFunction(session, "stuck", deadline=float("inf")), [(n,) for n in range(5)])):
+            calls = call_each(StudentFunction(session, "stuck", deadline=float("inf")), [(n,) for n in range(5)])
+            for _, got in zip(range(5), calls):
                 seen.append(got)
         assert seen == [0, 1]
         seen = []
         with pytest.raises(KeyError):
-            for n, got in zip(range(5), call_each(StudentFunction(session, "fails", deadline=float("inf")), [(n,) for n in range(5)])):
+            calls = call_each(StudentFunction(session, "fails", deadline=float("inf")), [(n,) for n in range(5)])
+            for _, got in zip(range(5), calls):
                 seen.append(got)
         assert seen == [0, 1]
         assert session.call("slow", 5) == 5, "the kernel answers after a call was cut off"

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 from bpe_labs import ROOT
 

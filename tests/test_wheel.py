@@ -94,7 +94,7 @@ def test_the_installed_packages_come_from_the_wheel_not_the_checkout(installed, 
     checkout = str(REPO_ROOT.resolve())
     # "" is the cwd; the environment's own site-packages may sit inside the checkout (.venv), its code may not
     inside = [entry for entry in path if str((tmp_path / entry).resolve()).startswith(checkout)
-              and not Path(entry).resolve().relative_to(checkout).parts[:1] in ((".venv",),)]
+              and Path(entry).resolve().relative_to(checkout).parts[:1] not in ((".venv",),)]
     assert not inside, path
     for where in (engine, course, root):  # the course found through its entry point, its files in the package
         assert Path(where).resolve().is_relative_to(installed.resolve()), where

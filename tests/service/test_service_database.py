@@ -54,8 +54,11 @@ def postgres():
         user = pwd.getpwnam("postgres")
         os.chown(folder, user.pw_uid, user.pw_gid)
     port = free_port()
-    run = lambda *args: subprocess.run([str(binaries / args[0]), *args[1:]], capture_output=True, text=True, timeout=120,
-                                       preexec_fn=_as_postgres(), cwd=folder)
+
+    def run(*args):
+        return subprocess.run([str(binaries / args[0]), *args[1:]], capture_output=True, text=True,
+                              timeout=120, preexec_fn=_as_postgres(), cwd=folder)
+
     made = run("initdb", "-D", str(folder / "data"), "-A", "trust", "-U", "grader", "--no-sync", "-E", "UTF8")
     assert made.returncode == 0, made.stderr
     started = run("pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "log"), "-w", "-t", "60", "start",
