@@ -32,11 +32,14 @@ from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import nbgrader_meta
 
 LAB = "toy_bpe"
-ANSWER_CELLS = ("initialize_solution", "pair_frequencies_solution", "merge_solution", "learn_solution", "tokenize_solution")
-STUDENT_FUNCTIONS = ("bpe_initialize", "get_pair_frequencies", "merge_pair_in_word", "learn_bpe", "tokenize")
+ANSWER_CELLS = ("initialize_solution", "pair_frequencies_solution", "merge_solution",
+                "learn_solution", "tokenize_solution")
+STUDENT_FUNCTIONS = ("bpe_initialize", "get_pair_frequencies", "merge_pair_in_word", "learn_bpe",
+                     "tokenize")
 REPORT_TAG = "ATTACK-REPORT "
 # Outcome words that mean "this way in worked".
-HOLE_WORDS = ("READ", "WROTE", "SENT", "CONNECTED", "HIJACKED", "REACHABLE", "NO-LIMIT", "OVER-LIMIT", "RW-OPEN", "NEW-NAMESPACE")
+HOLE_WORDS = ("READ", "WROTE", "SENT", "CONNECTED", "HIJACKED", "REACHABLE", "NO-LIMIT",
+              "OVER-LIMIT", "RW-OPEN", "NEW-NAMESPACE")
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,8 @@ class Targets:
     sentinel_pid: int  # a process outside the kernel: signals must not reach it
     grader_pid: int  # the grading process (the test's own)
     token: str  # unique marker (<= 15 characters) for every process and file an attack makes
-    reference_copy: str  # the text of bpe_labs/reference/char_bpe.py, to rename over it unchanged but marked
+    # the text of bpe_labs/reference/char_bpe.py, to rename over it unchanged but marked
+    reference_copy: str
 
     @property
     def marker_line(self) -> str:
@@ -69,7 +73,8 @@ class Attack:
     kind: str  # steal | write | network | process | signal | limit | hijack
     description: str
     cells: Callable[[Targets], dict[str, str]]  # answer cell id -> its source
-    dangerous: bool = False  # harms the machine or kills the grader if the boundary fails: needs Landlock
+    # harms the machine or kills the grader if the boundary fails: needs Landlock
+    dangerous: bool = False
 
     @property
     def file(self) -> str:
@@ -552,9 +557,12 @@ _try("zero-saved-results", _zero_results)
 
 
 # -- the network ----------------------------------------------------------------------------------
-# World-connectable sockets of system services on a usual Linux machine (only connected to, never written).
-SYSTEM_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket", "/run/postgresql/.s.PGSQL.5432",
-                  "/var/run/docker.sock", "/run/docker.sock", "/run/systemd/journal/stdout", "/run/user/0/bus")
+# World-connectable sockets of system services on a usual Linux machine (only connected to, never
+# written).
+SYSTEM_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket",
+                  "/run/postgresql/.s.PGSQL.5432",
+                  "/var/run/docker.sock", "/run/docker.sock", "/run/systemd/journal/stdout",
+                  "/run/user/0/bus")
 
 
 def network_python(t: Targets) -> dict[str, str]:
@@ -650,8 +658,8 @@ _try("libc-unix-path", _unix)
 
 
 # -- processes that outlive the kernel ------------------------------------------------------------
-DAEMON = ("import signal, time\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nend = time.time() + 45\n"
-          "while time.time() < end:\n    time.sleep(0.5)\n")
+DAEMON = ("import signal, time\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nend = time.time() + "
+          "45\nwhile time.time() < end:\n    time.sleep(0.5)\n")
 
 
 def daemons(t: Targets) -> dict[str, str]:
@@ -961,7 +969,8 @@ else:
 
 
 # -- another student's kernel ---------------------------------------------------------------------
-HIJACK_CODE = "".join(f"globals()[{name!r}] = lambda *args, **kwargs: None\n" for name in STUDENT_FUNCTIONS)
+HIJACK_CODE = "".join(f"globals()[{name!r}] = lambda *args, **kwargs: None\n"
+                      for name in STUDENT_FUNCTIONS)
 
 
 def hijack(t: Targets) -> dict[str, str]:
@@ -1059,43 +1068,147 @@ threading.Thread(target=_hunt, daemon=True).start()
     wait = "import time\ntime.sleep(2)\nraise NotImplementedError()\n"
     last = ('import time\ntime.sleep(2)\n'
             'outcome = f"HIJACKED {_state[\'hijacked\']}" if _state["hijacked"] else "none"\n'
-            'raise RuntimeError(f"ATTACK-REPORT kernels-found={_state[\'found\']}; hijack={outcome}; errors={sorted(_state[\'errors\'])[:4]}")\n')
-    return {"initialize_solution": first, "merge_solution": wait, "learn_solution": wait, "tokenize_solution": last}
+            'raise RuntimeError(f"ATTACK-REPORT kernels-found={_state[\'found\']}; '
+            'hijack={outcome}; errors={sorted(_state[\'errors\'])[:4]}")\n')
+    return {"initialize_solution": first, "merge_solution": wait, "learn_solution": wait,
+            "tokenize_solution": last}
 
 
 # -- the catalogue ---------------------------------------------------------------------------------
 def attack_list(t: Targets) -> list[Attack]:
     del t  # the catalogue is the same for every target; the argument keeps call sites uniform
     return [
-        Attack("steal-libc", "steal", "libc open/read and the openat syscall of solutions/toy_bpe.ipynb and the reference", steal_libc),
-        Attack("steal-dir-fd", "steal", "os.open with dir_fd, an O_PATH root, and reopening an O_PATH fd via /proc/self/fd", steal_dir_fd),
-        Attack("steal-links", "steal", "hard link (os.link, libc link) and symlink of the solution into its own folder", steal_links),
-        Attack("steal-copy-plain", "steal", "plain open() of a copy of the course outside the checkout", steal_copy_plain),
-        Attack("steal-copy-libc", "steal", "libc open() of a copy of the course outside the checkout", steal_copy_libc),
-        Attack("steal-proc", "steal", "other processes' /proc/<pid>/cwd and /proc/<pid>/root links", steal_proc),
-        Attack("steal-fds", "steal", "file descriptors inherited from the grader", steal_inherited_fds),
-        Attack("write-python", "write", "create, rename over, append, chmod, truncate, mkdir, rename outside its folder (Python)", write_python),
-        Attack("write-fds", "write", "writes into files outside its folder that it inherited open (its log)", write_inherited_fds),
-        Attack("write-libc", "write", "create, rename over, chmod, truncate, mkdir, rename, symlink outside its folder (libc)", write_libc),
-        Attack("x-gradebook", "write", "sqlite3 UPDATE of OUT/gradebook.db, libc O_RDWR open of it, saved results rewritten", write_gradebook),
-        Attack("net-python", "network", "TCP, UDP, pathname and abstract Unix sockets (Python)", network_python),
-        Attack("net-libc", "network", "TCP, UDP (socket by syscall number), pathname Unix socket (libc)", network_libc),
-        Attack("ns-clone", "process", "new namespaces of every kind by clone, clone3 and unshare (raw syscalls), and setns", namespaces),
-        Attack("proc-daemons", "process", "daemons by libc double fork + setsid, _posixsubprocess.fork_exec, os.forkpty, libc system", daemons),
-        Attack("sig-pidfd-kill", "signal", "pidfd_send_signal(pidfd_open(parent or grader), SIGKILL)", signal_attack(PIDFD_KILL), dangerous=True),
-        Attack("sig-libc-kill", "signal", "libc kill(parent or grader, SIGKILL)", signal_attack(LIBC_KILL), dangerous=True),
-        Attack("sig-stop", "signal", "SIGSTOP to the parent and the grader (libc kill, pidfd)", signal_attack(SIGSTOP), dangerous=True),
-        Attack("sig-kill-all", "signal", "kill(-1, SIGKILL) through libc and os.kill", signal_attack(KILL_ALL), dangerous=True),
-        Attack("limit-disk", "limit", "64 MiB files in its own folder until 2 GiB", disk_filler, dangerous=True),
-        Attack("limit-memory", "limit", "children of one kernel hold more memory together than the kernel's limit", memory_in_children,
-               dangerous=True),
-        Attack("a1-hijack", "hijack", "finds other kernels' connection files and zeroes their functions over jupyter_client", hijack),
-        Attack("n1-fork-bomb", "limit", "a bounded fork bomb (2000 children sleeping 2 s)", fork_bomb, dangerous=True),
+        Attack(
+            "steal-libc", "steal",
+            "libc open/read and the openat syscall of solutions/toy_bpe.ipynb and the reference",
+            steal_libc,
+        ),
+        Attack(
+            "steal-dir-fd", "steal",
+            "os.open with dir_fd, an O_PATH root, and reopening an O_PATH fd via /proc/self/fd",
+            steal_dir_fd,
+        ),
+        Attack(
+            "steal-links", "steal",
+            "hard link (os.link, libc link) and symlink of the solution into its own folder",
+            steal_links,
+        ),
+        Attack(
+            "steal-copy-plain", "steal",
+            "plain open() of a copy of the course outside the checkout", steal_copy_plain,
+        ),
+        Attack(
+            "steal-copy-libc", "steal", "libc open() of a copy of the course outside the checkout",
+            steal_copy_libc,
+        ),
+        Attack(
+            "steal-proc", "steal", "other processes' /proc/<pid>/cwd and /proc/<pid>/root links",
+            steal_proc,
+        ),
+        Attack(
+            "steal-fds", "steal", "file descriptors inherited from the grader", steal_inherited_fds
+        ),
+        Attack(
+            "write-python", "write",
+            "create, rename over, append, chmod, truncate, mkdir, rename outside its folder "
+            "(Python)", write_python,
+        ),
+        Attack(
+            "write-fds", "write",
+            "writes into files outside its folder that it inherited open (its log)",
+            write_inherited_fds,
+        ),
+        Attack(
+            "write-libc", "write",
+            "create, rename over, chmod, truncate, mkdir, rename, symlink outside its folder "
+            "(libc)", write_libc,
+        ),
+        Attack(
+            "x-gradebook", "write",
+            "sqlite3 UPDATE of OUT/gradebook.db, libc O_RDWR open of it, saved results rewritten",
+            write_gradebook,
+        ),
+        Attack(
+            "net-python", "network", "TCP, UDP, pathname and abstract Unix sockets (Python)",
+            network_python,
+        ),
+        Attack(
+            "net-libc", "network",
+            "TCP, UDP (socket by syscall number), pathname Unix socket (libc)", network_libc,
+        ),
+        Attack(
+            "ns-clone",
+            "process",
+            "new namespaces of every kind by clone, clone3 and unshare (raw syscalls), and setns",
+            namespaces,
+        ),
+        Attack(
+            "proc-daemons",
+            "process",
+            "daemons by libc double fork + setsid, _posixsubprocess.fork_exec, os.forkpty, libc "
+            "system",
+            daemons,
+        ),
+        Attack(
+            "sig-pidfd-kill",
+            "signal",
+            "pidfd_send_signal(pidfd_open(parent or grader), SIGKILL)",
+            signal_attack(PIDFD_KILL),
+            dangerous=True,
+        ),
+        Attack(
+            "sig-libc-kill",
+            "signal",
+            "libc kill(parent or grader, SIGKILL)",
+            signal_attack(LIBC_KILL),
+            dangerous=True,
+        ),
+        Attack(
+            "sig-stop",
+            "signal",
+            "SIGSTOP to the parent and the grader (libc kill, pidfd)",
+            signal_attack(SIGSTOP),
+            dangerous=True,
+        ),
+        Attack(
+            "sig-kill-all",
+            "signal",
+            "kill(-1, SIGKILL) through libc and os.kill",
+            signal_attack(KILL_ALL),
+            dangerous=True,
+        ),
+        Attack(
+            "limit-disk",
+            "limit",
+            "64 MiB files in its own folder until 2 GiB",
+            disk_filler,
+            dangerous=True,
+        ),
+        Attack(
+            "limit-memory",
+            "limit",
+            "children of one kernel hold more memory together than the kernel's limit",
+            memory_in_children,
+            dangerous=True,
+        ),
+        Attack(
+            "a1-hijack",
+            "hijack",
+            "finds other kernels' connection files and zeroes their functions over jupyter_client",
+            hijack,
+        ),
+        Attack(
+            "n1-fork-bomb",
+            "limit",
+            "a bounded fork bomb (2000 children sleeping 2 s)",
+            fork_bomb,
+            dangerous=True,
+        ),
     ]
 
 
-# Honest submissions, graded in the same batch. Files are graded in name order, two at a time:
-# the hijacker and the classmate first (both start at once), the neighbour right after the fork bomb.
+# Honest submissions, graded in the same batch. Files are graded in name order, two at a time: the
+# hijacker and the classmate first (both start at once), the neighbour right after the fork bomb.
 HONEST = "b-honest"
 CLASSMATE = "a2-classmate"
 NEIGHBOUR = "n2-neighbour"
@@ -1130,7 +1243,9 @@ def tokenize(text, merges):
 
 def stand_in_hog_notebook() -> nbformat.NotebookNode:
     nb = blank_notebook()
-    next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "tokenize_solution").source = STAND_IN_HOG
+    next(
+        c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "tokenize_solution"
+    ).source = STAND_IN_HOG
     return nb
 
 
@@ -1159,7 +1274,8 @@ def write_submissions(folder: Path, targets: Targets, attacks: list[Attack]) -> 
 
 
 def report_of(result) -> str:
-    """The ATTACK-REPORT an attack raised, as the result (a GradeResult) carries it ('' if it never got there)."""
+    """The ATTACK-REPORT an attack raised, as the result (a
+    GradeResult) carries it ('' if it never got there)."""
     for entry in result.cells:
         error = entry.error
         if REPORT_TAG in error:
@@ -1175,5 +1291,6 @@ def holes_in(report: str) -> list[str]:
 
 def example_targets() -> Targets:
     here = Path("/nonexistent")
-    return Targets(here, here / "submissions", here / "out", here / "canary", here / "last-term", here / "site-packages",
+    return Targets(here, here / "submissions", here / "out", here / "canary", here / "last-term",
+                   here / "site-packages",
                    1, 2, here / "listener.sock", "listener", 1, 1, "rt0123456789", "")

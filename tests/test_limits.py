@@ -22,7 +22,8 @@ def slow_and_dying_notebook() -> bytes:
     for cell_id in ("initialize_solution", "pair_frequencies_solution"):
         cell = cell_of(nb, cell_id)
         cell.source = SLOW + cell.source
-    for cell_id, name in (("merge_solution", "merge_pair_in_word"), ("learn_solution", "learn_bpe"), ("tokenize_solution", "tokenize")):
+    for cell_id, name in (("merge_solution", "merge_pair_in_word"), ("learn_solution", "learn_bpe"),
+                          ("tokenize_solution", "tokenize")):
         cell_of(nb, cell_id).source += EXIT.format(name=name)
     return dump(nb)
 
@@ -30,11 +31,13 @@ def slow_and_dying_notebook() -> bytes:
 def test_the_notebook_timeout_caps_everything_done_for_a_file(tmp_path):
     path = tmp_path / "slow_toy_bpe.ipynb"
     path.write_bytes(slow_and_dying_notebook())
-    limits = Limits(cell_seconds=5, call_seconds=2, notebook_seconds=12, max_restarts=2, interrupt_grace_seconds=2)
+    limits = Limits(cell_seconds=5, call_seconds=2, notebook_seconds=12, max_restarts=2,
+                    interrupt_grace_seconds=2)
     result = grade_file(path, "slow", Settings(limits=limits, part_seconds=20))
     assert result.status == "graded", result.message
     assert result.parts["merge"].score == 0
-    assert result.restarts <= limits.max_restarts + 1  # the grading kernel's, and at most one of the feedback kernel's
+    # the grading kernel's, and at most one of the feedback kernel's
+    assert result.restarts <= limits.max_restarts + 1
     # 12 s of budget, plus what ends the last request (an interrupt's grace) and a kernel's shutdown
     assert result.seconds < 12 + 8, result.seconds
 
@@ -62,8 +65,9 @@ REPLY = textwrap.dedent("""
 def test_a_huge_reply_is_dropped_before_the_grader_decodes_it(tmp_path):
     """A function that returns 200 MB: the call fails as a dead kernel would, the session goes on,
     and the grader's own memory stays small (it grew by 1.3 GB before the cap)."""
-    done = subprocess.run([sys.executable, "-c", REPLY, str(tmp_path / "work")], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=300, env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run([sys.executable, "-c", REPLY, str(tmp_path / "work")],
+                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=300,
+                          env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-3000:]
     outcome, again, peak_mb = done.stdout.split()
     assert outcome in ("KernelDied", "CallTimeout") and again == "ok"
@@ -97,7 +101,9 @@ FLOOD = textwrap.dedent('''
 ''')
 
 
-def test_a_kernel_flooding_its_output_channel_cannot_hold_the_grader_past_the_notebooks_time(tmp_path):
+def test_a_kernel_flooding_its_output_channel_cannot_hold_the_grader_past_the_notebooks_time(
+    tmp_path,
+):
     """Reading a cell's output stops at its own deadline and at the notebook's: the flooding file
     is graded within its time (it held the grader for good before), its honest parts kept."""
     nb = correct_notebook()
