@@ -72,7 +72,7 @@ def test_a_stand_in_kept_for_later_gets_no_answer(session):
         session.call("tested", 1)  # keeps the stand-in in the global `kept`
     run = session.run_cell("kept(5)")
     assert run.status == "error" and "42" not in run.error and "10" not in run.error
-    with pytest.raises(StudentRaised):  # the stand-in's channel is closed: its call raises in the kernel
+    with pytest.raises(StudentRaised):  # its channel is closed: the call raises in the kernel
         session.call("kept", 5)
 
 
