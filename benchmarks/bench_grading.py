@@ -18,8 +18,8 @@ than wall time on what else runs on the machine. It reports, it never asserts ti
 may be shared, so it prints the load. The issue's target is at least 3x nbgrader's throughput on a
 2-core machine.
 
-    .venv/bin/python benchmarks/bench_grading.py                    # toy lab, 50 notebooks, workers 1 2 4
-    .venv/bin/python benchmarks/bench_grading.py --lab all --correct-only --workers 4   # the per-lab table
+    .venv/bin/python benchmarks/bench_grading.py      # toy lab, 50 notebooks, workers 1 2 4
+    .venv/bin/python benchmarks/bench_grading.py --lab all --correct-only --workers 4  # per lab
     .venv/bin/python benchmarks/bench_grading.py --count 10 --workers 2 --skip-nbgrader
     .venv/bin/python benchmarks/bench_grading.py --workers 2 4 --also /tmp/patched_grader.py
 """

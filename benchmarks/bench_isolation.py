@@ -9,7 +9,7 @@ cost of the boundary in percent, and whether both modes gave the same scores. It
 never asserts: the machine may be shared, so it prints the load too. The issue's target is
 under 10% extra.
 
-    .venv/bin/python benchmarks/bench_isolation.py                      # every lab, 10 notebooks each
+    .venv/bin/python benchmarks/bench_isolation.py      # every lab, 10 notebooks each
     .venv/bin/python benchmarks/bench_isolation.py --labs toy_bpe --count 20 --repeat 3
 """
 from __future__ import annotations

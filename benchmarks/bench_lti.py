@@ -34,7 +34,8 @@ from lti_browser import Browser  # noqa: E402
 def percentiles(values: list[float]) -> str:
     values = sorted(values)
     p95 = values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
-    return f"p50 {statistics.median(values):.3f} s, p95 {p95:.3f} s, max {values[-1]:.3f} s (n={len(values)})"
+    return (f"p50 {statistics.median(values):.3f} s, p95 {p95:.3f} s, max {values[-1]:.3f} s "
+            f"(n={len(values)})")
 
 
 def main() -> None:

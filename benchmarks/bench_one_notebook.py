@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; best of {args.repeat}; "
           f"python -m autograder grade FOLDER --workers 1")
-    header = f"{'notebook':<22} {'status':>7} {'score':>6} {'grading s':>10} {'CLI s':>7} {'ratio':>6} {'rest s':>7} {'cpu s':>6}"
+    header = (f"{'notebook':<22} {'status':>7} {'score':>6} {'grading s':>10} {'CLI s':>7} "
+              f"{'ratio':>6} {'rest s':>7} {'cpu s':>6}")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as scratch:

@@ -9,7 +9,7 @@ and median of ``--runs``), the course's reference trainer's
 both learn CS336's reference merges.
 
     .venv/bin/python benchmarks/bench_train_bpe.py
-    .venv/bin/python benchmarks/bench_train_bpe.py --notebook old.ipynb   # e.g. a notebook from git show
+    .venv/bin/python benchmarks/bench_train_bpe.py --notebook old.ipynb  # e.g. one from git show
 """
 from __future__ import annotations
 

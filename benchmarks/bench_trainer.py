@@ -145,8 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         word_counts = count_words(text)
         pieces = whitespace_pieces(text)
         vocab_size = initial_tokenizers_vocab_size(word_counts) + args.merges
-        # best_time calls each lambda before the loop moves on; the defaults bind this round's
-        # values
+        # best_time calls each lambda within this round; the defaults bind this round's values
         tokenizers_seconds, tokenizers_cpu, model = best_time(
             lambda pieces=pieces, vocab_size=vocab_size: train_tokenizers(pieces, vocab_size),
             args.repeat,
@@ -157,8 +156,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{size:>5g} {sum(word_counts.values()):>10,} {len(word_counts):>9,} "
               f"{tokenizers_seconds:>13.2f} {fast_seconds:>7.2f} "
               f"{fast_seconds / tokenizers_seconds:>9.2f} {tokenizers_cpu:>10.2f} "
-              f"{fast_cpu:>11.2f} "
-              f"{len(model['merges']):>7} / {len(ours):<7} {shared_tokens(ours, model):>7}",
+              f"{fast_cpu:>11.2f} {len(model['merges']):>7} / {len(ours):<7} "
+              f"{shared_tokens(ours, model):>7}",
               flush=True)
     print(f"load average now {os.getloadavg()[0]:.1f}")
 
@@ -170,11 +169,11 @@ def main(argv: list[str] | None = None) -> None:
         simple_seconds = time.perf_counter() - start
         fast_seconds, _, fast = best_time(lambda: fast_trainer.train_bpe(word_counts, args.merges),
                                           args.repeat)
+        speedup = ratio(simple_seconds, fast_seconds,
+                        None if simple == fast else "the merges differ", "{:.0f}x")
         print(
             f"\nsimple trainer, {args.simple_size:g} MB, {args.merges} merges (word counting "
-            "excluded): "
-            f"{simple_seconds:.1f} s; fast trainer {fast_seconds:.2f} s "
-            f"({ratio(simple_seconds, fast_seconds, None if simple == fast else 'the merges differ', '{:.0f}x')}); "
+            f"excluded): {simple_seconds:.1f} s; fast trainer {fast_seconds:.2f} s ({speedup}); "
             f"same merges: {'yes' if simple == fast else 'NO'}"
         )
 

@@ -28,7 +28,8 @@ def why_not_comparable(
     failed = sorted(student for student, row in ours.items() if row[0] != "graded")
     if failed:
         shown = ", ".join(f"{student}: {ours[student][0]}" for student in failed[:3])
-        return f"{len(failed)} of {len(ours)} files not graded ({shown}{', ...' if len(failed) > 3 else ''})"
+        more = ", ..." if len(failed) > 3 else ""
+        return f"{len(failed)} of {len(ours)} files not graded ({shown}{more})"
     if theirs is not None:
         students = sorted(set(ours) | set(theirs))
         differing = [s for s in students if s not in ours or s not in theirs

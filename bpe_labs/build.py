@@ -30,7 +30,8 @@ def badge_note() -> str:
     """Where the built notebooks' Colab badges point, and the
     setting that changes it (what ``build`` prints)."""
     repository, branch = course_home()
-    where = f"Colab badges point at https://github.com/{repository} (branch {branch}, notebooks/<lab>.ipynb)"
+    where = (f"Colab badges point at https://github.com/{repository} "
+             f"(branch {branch}, notebooks/<lab>.ipynb)")
     if "BPE_LABS_HOME" not in os.environ:
         return (f"{where}, the kit's placeholder: publish the notebooks in your course's "
                 "repository and build again "

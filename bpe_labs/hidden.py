@@ -130,7 +130,8 @@ def reference_answer(function, *args, **kwargs):
     the reference answer to a large fixed hidden case is then not recomputed for every notebook a
     grading process grades. A copy is returned, so a check that changes it changes nothing else.
 
-    >>> reference_answer(sorted, [3, 1, 2]) == [1, 2, 3] and reference_answer(sorted, [3, 1, 2]) is not reference_answer(sorted, [3, 1, 2])
+    >>> first = reference_answer(sorted, [3, 1, 2])
+    >>> first == [1, 2, 3] and first is not reference_answer(sorted, [3, 1, 2])
     True
     """
     import copy

@@ -5,7 +5,8 @@ Each lab's reference module keeps the names and signatures its lab teaches and c
 
 * symbols and pairs: ``word_to_symbols``, ``count_pairs``, ``merge_pair``, ``apply_merges``;
 * the tie rules: ``most_frequent_pair``;
-* GPT-2's byte level: ``pretokenize_gpt2``, ``BYTE_CHARACTERS``, ``BYTE_OF_CHARACTER``, ``symbol_bytes``.
+* GPT-2's byte level: ``pretokenize_gpt2``, ``BYTE_CHARACTERS``, ``BYTE_OF_CHARACTER``,
+  ``symbol_bytes``.
 
     >>> words = [(word_to_symbols("low"), 2), (word_to_symbols("lower"), 1)]
     >>> pair = most_frequent_pair(count_pairs(words))

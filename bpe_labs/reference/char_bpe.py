@@ -73,7 +73,7 @@ def learn_bpe(
     The vocabulary is the initial one followed by each merged symbol in the order learned.
     Stops early when no word has two symbols left.
 
-    >>> merges, vocabulary, corpus = learn_bpe(["ab ab b"], 5)  # 2 merges: then every word is one symbol
+    >>> merges, vocabulary, corpus = learn_bpe(["ab ab b"], 5)  # 2 merges: every word one symbol
     >>> merges
     [('b', '</w>'), ('a', 'b</w>')]
     >>> vocabulary

@@ -193,7 +193,8 @@ class _Trainer:
         >>> trainer = _Trainer({"ab": 2, "b": 1}, "char", "first", num_merges=0)
         >>> trainer._index_pairs()
         [0, 1]
-        >>> trainer.pair_counts, {pair: places[0].tolist() for pair, places in trainer.places.items()}
+        >>> trainer.pair_counts, {pair: places[0].tolist()
+        ...                       for pair, places in trainer.places.items()}
         ({1: 2, 5: 3}, {1: [0], 5: [1, 4]})
         """
         symbols, width = self.symbols, self.width

@@ -97,9 +97,11 @@ def best_pair(counts: Counter, tie: str = "first", mode: str = "char") -> Pair |
     """The pair to merge next, ``None`` when there is none.
 
     >>> counts = Counter({("a", "b"): 2, ("c", "d"): 2})
-    >>> best_pair(counts, tie="first"), best_pair(counts, tie="lexicographic")  # counted first; greater
+    >>> # counted first; greater
+    >>> best_pair(counts, tie="first"), best_pair(counts, tie="lexicographic")
     (('a', 'b'), ('c', 'd'))
-    >>> counts = Counter({("Ġ", "a"): 2, ("z", "a"): 2})  # U+0120 > "z" as characters, 0x20 < 0x7A as bytes
+    >>> # U+0120 > "z" as characters, 0x20 < 0x7A as bytes
+    >>> counts = Counter({("Ġ", "a"): 2, ("z", "a"): 2})
     >>> best_pair(counts, tie="lexicographic"), best_pair(counts, tie="lexicographic", mode="byte")
     (('Ġ', 'a'), ('z', 'a'))
     """
