@@ -269,7 +269,8 @@ def _lying_type(*args):
 
 
 def _real(kinds):
-    """What a check meant by ``type`` before the patch (the kernel itself asks isinstance(x, type))."""
+    """What a check meant by ``type`` before the patch (the kernel itself asks isinstance(x, \
+type))."""
     if kinds is _lying_type:
         return _real_type
     if _real_type(kinds) is tuple:

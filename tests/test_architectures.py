@@ -147,7 +147,8 @@ def test_the_interpreter_agrees_with_the_real_kernel():
         isolation.set_no_new_privs()
         isolation.install_seccomp_filter()
         libc = ctypes.CDLL(None, use_errno=True)
-        for nr, args in ((41, (2, 1, 0)), (41, (1, 1, 0)), (101, (0, 0, 0)), (435, (0, 0, 0)), (39, (0, 0, 0))):
+        for nr, args in ((41, (2, 1, 0)), (41, (1, 1, 0)), (101, (0, 0, 0)), (435, (0, 0, 0)), \
+(39, (0, 0, 0))):
             result = libc.syscall(nr, *args)
             print(nr, args[0], "allow" if result >= 0 else ctypes.get_errno())
     """)

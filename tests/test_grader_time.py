@@ -34,15 +34,19 @@ SAME_HASH_REPLY = textwrap.dedent(f'''
     import sys as _sys
     _codec = _sys.modules["_autograder_codec"]
     _half = {COLLIDING} // 2
-    _set = '["set",[' + ",".join('["int","%d"]' % (_k * {M} + 7) for _k in range(-_half, _half)) + ']]'
+    _set = '["set",[' + ",".join('["int","%d"]' % (_k * {M} + 7) for _k in range(-_half, \
+_half)) + ']]'
     _one = '["returned",' + _set + ']'
     _honest_call, _honest_each = _codec.call_in_namespace, _codec.call_each_in_namespace
 
     def _call(namespace, name, payload, *more, **keywords):
-        return _one if name == "tokenize" else _honest_call(namespace, name, payload, *more, **keywords)
+        return _one if name == "tokenize" else _honest_call(namespace, name, payload, *more, \
+**keywords)
 
-    def _each(namespace, name, payload, *more, **keywords):  # every other call as the grader made it
-        return "[" + _one + "]" if name == "tokenize" else _honest_each(namespace, name, payload, *more, **keywords)
+    def _each(namespace, name, payload, *more, \
+**keywords):  # every other call as the grader made it
+        return "[" + _one + "]" if name == "tokenize" else _honest_each(namespace, name, payload, \
+*more, **keywords)
 
     _codec.call_in_namespace, _codec.call_each_in_namespace = _call, _each
 ''')
@@ -174,10 +178,12 @@ BATCH = textwrap.dedent('''
         from distributed import LocalCluster
 
         # threads in this process: the old grader held the GIL here, and the whole cluster with it
-        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, \
+dashboard_address=None)
         scheduler = cluster.scheduler_address
     started = time.monotonic()
-    results = grade_folder(Path(sys.argv[2]), Path(sys.argv[3]), settings, workers=0, scheduler=scheduler, progress=False)
+    results = grade_folder(Path(sys.argv[2]), Path(sys.argv[3]), settings, workers=0, \
+scheduler=scheduler, progress=False)
     print("ELAPSED", time.monotonic() - started)
     for result in results:
         print("ROW", result.student_id, result.status, result.message)

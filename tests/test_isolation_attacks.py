@@ -205,9 +205,12 @@ import json, sys, threading
 from pathlib import Path
 from autograder.grade import Settings, grade_file
 from autograder.kernel import Limits
-limits = Limits(cell_seconds=10, call_seconds=2, notebook_seconds=float(sys.argv[3]), memory_bytes=int(1.5 * 1024**3))
-grade = lambda: Path(sys.argv[2]).write_text(json.dumps(grade_file(Path(sys.argv[1]), "stand-in-hog",
-                                                                   Settings(limits=limits, part_seconds=5)).to_json()))
+limits = Limits(cell_seconds=10, call_seconds=2, notebook_seconds=float(sys.argv[3]), \
+memory_bytes=int(1.5 * 1024**3))
+grade = lambda: Path(sys.argv[2]).write_text(json.dumps(grade_file(Path(sys.argv[1]), \
+"stand-in-hog",
+                                                                   Settings(limits=limits, \
+part_seconds=5)).to_json()))
 if sys.argv[4] == "thread":
     thread = threading.Thread(target=grade)
     thread.start()

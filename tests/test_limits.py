@@ -47,9 +47,11 @@ REPLY = textwrap.dedent("""
     from pathlib import Path
     from autograder.kernel import KernelDied, KernelSession, Limits, CallTimeout
 
-    limits = Limits(cell_seconds=20, call_seconds=8, memory_bytes=3 * 1024**3, interrupt_grace_seconds=2)
+    limits = Limits(cell_seconds=20, call_seconds=8, memory_bytes=3 * 1024**3, \
+interrupt_grace_seconds=2)
     with KernelSession(Path(sys.argv[1]), limits) as session:
-        session.run_cell("def big():\\n    return 'x' * 200_000_000\\ndef small():\\n    return 'ok'")
+        session.run_cell("def big():\\n    return 'x' * 200_000_000\\ndef small():\\n    return \
+'ok'")
         try:
             session.call("big")
             outcome = "returned"
@@ -57,7 +59,8 @@ REPLY = textwrap.dedent("""
             outcome = type(error).__name__
         again = session.call("small")
     # VmHWM, not ru_maxrss: ru_maxrss carries over the RSS of whatever process forked this one
-    peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if \
+line.startswith("VmHWM:"))
     print(outcome, again, peak_kb // 1024)
 """)
 
@@ -78,12 +81,14 @@ def test_a_huge_reply_is_dropped_before_the_grader_decodes_it(tmp_path):
 # kernel's key and unique (so jupyter_client takes every one), faster than the grader reads them.
 FLOOD = textwrap.dedent('''
     _kernel = get_ipython().kernel
-    _iopub, _key, _session_id, _sent = _kernel.iopub_thread, _kernel.session.auth, _kernel.session.session, [0]
+    _iopub, _key, _session_id, _sent = _kernel.iopub_thread, _kernel.session.auth, \
+_kernel.session.session, [0]
 
     def _frames():
         _sent[0] += 1
         header = ('{"msg_id":"f%d","msg_type":"stream","username":"u","session":"%s",'
-                  '"date":"2024-01-01T00:00:00Z","version":"5.3"}' % (_sent[0], _session_id)).encode()
+                  '"date":"2024-01-01T00:00:00Z","version":"5.3"}' % (_sent[0], \
+_session_id)).encode()
         parts = (header, b"{}", b"{}", b'{"name":"stdout","text":""}')
         signature = _key.copy()
         for part in parts:

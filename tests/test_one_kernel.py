@@ -27,7 +27,8 @@ PICK_HELPER = """
 RULE = {"order": "first"}
 
 def pick(counts):
-    return max(counts, key=counts.get) if RULE["order"] == "first" else max(reversed(list(counts)), key=counts.get)
+    return max(counts, \
+key=counts.get) if RULE["order"] == "first" else max(reversed(list(counts)), key=counts.get)
 """
 
 CASES = {

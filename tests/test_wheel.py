@@ -168,10 +168,13 @@ targets = {"solution": installed / "bpe_labs" / "files" / "solutions" / "toy_bpe
            "reference": installed / "bpe_labs" / "reference" / "char_bpe.py",
            "document": next((installed / "bpe_labs" / "files" / "data" / "documents").glob("*.md"))}
 assert all(path.is_file() for path in targets.values())
-probe = "import ctypes, json; libc = ctypes.CDLL(None); print(json.dumps({name: libc.open(path.encode(), 0) >= 0 for name, path in %r.items()}))"
+probe = "import ctypes, \
+json; libc = ctypes.CDLL(None); print(json.dumps({name: libc.open(path.encode(), 0) >= 0 for name, \
+path in %r.items()}))"
 with tempfile.TemporaryDirectory() as folder:
     with KernelSession(Path(folder) / "work", Limits(cell_seconds=30)) as session:
-        run = session.run_cell(probe % {name: str(path) for name, path in targets.items()}, capture=True)
+        run = session.run_cell(probe % {name: str(path) for name, path in targets.items()}, \
+capture=True)
         print(json.dumps([session.isolation, json.loads(run.stdout.strip().splitlines()[-1])]))
 """
 

@@ -23,7 +23,8 @@ SLACK = 30  # a grading process's start, the kernel's, a loaded machine
 
 SERVER_MAIN = '''import sys
 
-import hang_decode  # noqa: F401  (beside this file; also run in the grading process, which spawn starts from it)
+import hang_decode  # noqa: F401  (beside this file; also run in the grading process, \
+which spawn starts from it)
 
 if __name__ == "__main__":
     from autograder.cli import exit_quickly, main

@@ -121,8 +121,10 @@ def test_in_colab_the_cell_sends_the_notebook_from_the_page(service, tmp_path, m
 import json, sys, types
 # STAND-IN for Colab's google.colab._message (not available outside Colab): the page's notebook
 _message = types.ModuleType("google.colab._message")
-_message.blocking_request = lambda kind, request="", timeout_sec=None: json.load(open({str(tmp_path / 'page.json')!r})) if kind == "get_ipynb" else None
-sys.modules.update({{"google": types.ModuleType("google"), "google.colab": types.ModuleType("google.colab"), "google.colab._message": _message}})
+_message.blocking_request = lambda kind, request="", \
+timeout_sec=None: json.load(open({str(tmp_path / 'page.json')!r})) if kind == "get_ipynb" else None
+sys.modules.update({{"google": types.ModuleType("google"), \
+"google.colab": types.ModuleType("google.colab"), "google.colab._message": _message}})
 sys.modules["google.colab"]._message = _message
 """)
         helper = next(cell.source for cell in nb.cells if cell.get("id") == HELPER_ID)
