@@ -462,12 +462,16 @@ KILLS_KERNEL = "import os\nimport signal\n\nos.kill(os.getpid(), signal.SIGKILL)
 
 # -- noise ---------------------------------------------------------------------------------------
 WARNS = ("    merged = []\n",
-         "    import warnings\n    warnings.warn('merge_pair_in_word: this loop is slow on long "
-         "words', stacklevel=2)\n    merged = []\n")
+         "    import warnings\n"
+         "    warnings.warn('merge_pair_in_word: this loop is slow on long words', stacklevel=2)\n"
+         "    merged = []\n")
 STDERR = ("    counts = Counter()\n",
-          "    import sys\n    print(f'counting pairs in {len(corpus)} words', file=sys.stderr)\n  "
-          "  counts = Counter()\n")
-TEN_THOUSAND_LINES = "\n\nfor line in range(10_000):\n    print(f'debug line {line}: corpus size {len(corpus) if \"corpus\" in globals() else 0}')\n"
+          "    import sys\n"
+          "    print(f'counting pairs in {len(corpus)} words', file=sys.stderr)\n"
+          "    counts = Counter()\n")
+TEN_THOUSAND_LINES = ("\n\nfor line in range(10_000):\n"
+                      "    print(f'debug line {line}: corpus size "
+                      "{len(corpus) if \"corpus\" in globals() else 0}')\n")
 
 
 # -- malformed files -----------------------------------------------------------------------------

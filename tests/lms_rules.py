@@ -2,10 +2,11 @@
 
 Each reader does what the LMS's importer does with the file, and fails where it would refuse it:
 
-* :func:`canvas_gradebook`: Canvas's ``GradebookImporter`` (canvas-lms, app/models/gradebook_importer.rb):
-  the header check (``Student``, ``ID``, ``SIS User ID``/``SIS Login ID``, last student column
-  ``Section``), ``Assignment.title_and_id`` (``/\\A(.*)\\s\\((\\d+)\\)\\z/``), the ``Points Possible``
-  row (first cell includes the words), rows that are only blanks skipped, a student found by ID.
+* :func:`canvas_gradebook`: Canvas's ``GradebookImporter`` (canvas-lms,
+  app/models/gradebook_importer.rb): the header check (``Student``, ``ID``,
+  ``SIS User ID``/``SIS Login ID``, last student column ``Section``), ``Assignment.title_and_id``
+  (``/\\A(.*)\\s\\((\\d+)\\)\\z/``), the ``Points Possible`` row (first cell includes the words),
+  rows that are only blanks skipped, a student found by ID.
 * :func:`moodle_gradebook`: Moodle's ``gradeimport_csv_load_data``: a value is a number
   (``unformat_float``) or ``''``/``-`` for no grade; the mapped identity column finds the user.
 * :func:`moodle_worksheet`: ``assignfeedback_offline_grade_importer`` (columns found by their names

@@ -77,7 +77,8 @@ def test_packing_refuses_what_the_kernel_could_not_rebuild_from_the_standard_lib
 
 
 def test_free_names_are_what_a_cell_uses_but_never_binds():
-    source = "import random as r\nfrom x import y\nz = f(a, r.random())\nfor i in g(): print(i, y, z)\ndef h(k): return k + w\n"
+    source = ("import random as r\nfrom x import y\nz = f(a, r.random())\n"
+              "for i in g(): print(i, y, z)\ndef h(k): return k + w\n")
     assert free_names(source) == ["f", "a", "g", "w"]
 
 

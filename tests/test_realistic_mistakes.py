@@ -5,12 +5,15 @@ only that part), what the student's own check shows in the notebook (never a ✅
 stated rule), and the words of the feedback. One case per mechanism of issue 28, at least three per
 lab:
 
-1. a stand-in in the shape the student chose (a set vocabulary, an in-place merge, an index of lists);
-2. hidden tests as strong as the task (a Counter, an unchanged input, first-seen order, the error message);
-3. checks that show what the grade takes (a second occurrence, a corpus that runs out of pairs, overlapping
-   entities, morphemes outside the default list, an unclosed front matter, a heap that runs empty...);
-4. hints from the actual difference (the count of merges before ties, '</w>' before order, the function that
-   raised, "this uses your X, which fails its own check");
+1. a stand-in in the shape the student chose (a set vocabulary, an in-place merge, an index of
+   lists);
+2. hidden tests as strong as the task (a Counter, an unchanged input, first-seen order, the error
+   message);
+3. checks that show what the grade takes (a second occurrence, a corpus that runs out of pairs,
+   overlapping entities, morphemes outside the default list, an unclosed front matter, a heap that
+   runs empty...);
+4. hints from the actual difference (the count of merges before ties, '</w>' before order, the
+   function that raised, "this uses your X, which fails its own check");
 5. a helper in a cell added below the part that uses it;
 6. time limits relative to the reference, timed in the same run, with the multiple in the feedback.
 

@@ -16,7 +16,8 @@ from bpe_labs import ROOT
 
 EXAMPLES = ROOT / "examples" / "submissions"
 TOY, GPT2 = EXAMPLES / "toy-correct.ipynb", EXAMPLES / "gpt2-untouched.ipynb"
-ROSTER = "student_id,user_id,name,email\ns001,101,leeann,ann.lee@uni.edu\ns002,102,bobby,bob@uni.edu\ns003,103,catz,cat@uni.edu\n"
+ROSTER = ("student_id,user_id,name,email\ns001,101,leeann,ann.lee@uni.edu\n"
+          "s002,102,bobby,bob@uni.edu\ns003,103,catz,cat@uni.edu\n")
 
 
 def grade(*args: str) -> subprocess.CompletedProcess:

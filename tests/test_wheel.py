@@ -63,7 +63,8 @@ def run(
     env = clean_environment()
     env["PYTHONPATH"] = str(installed)
     env["PATH"] = (
-        f"{installed / 'bin'}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        f"{installed / 'bin'}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}"
+        f"{env.get('PATH', '')}"
     )
     args = [sys.executable if arg == "python" else arg for arg in args]
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

@@ -323,7 +323,8 @@ def _self_signed(token: str, alg: str, secret: bytes = b"", **claims) -> str:
     HS256 keyed with a key they know (the platform's *public* key: the classic confusion of RS256
     and HS256)."""
     header, payload = _claims(token)
-    signing = f"{_part(json.dumps({**header, 'alg': alg}).encode())}.{_part(json.dumps({**payload, **claims}).encode())}"
+    signed_header = _part(json.dumps({**header, "alg": alg}).encode())
+    signing = f"{signed_header}.{_part(json.dumps({**payload, **claims}).encode())}"
     signature = (
         hmac.new(secret, signing.encode(), hashlib.sha256).digest() if alg == "HS256" else b""
     )

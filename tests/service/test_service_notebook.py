@@ -155,7 +155,7 @@ def test_with_no_service_the_cell_says_how_to_hand_in(tmp_path, monkeypatch):
     assert not kernel.prompts
 
 
-def test_every_student_notebook_has_the_helper_after_its_setup_cells_and_ends_with_the_submit_cell():
+def test_every_student_notebook_has_the_helper_after_its_setup_cells_and_ends_with_submit_cell():
     from autograder.labs import all_labs
 
     for lab in all_labs().values():
