@@ -10,15 +10,16 @@ times each whole command, wall clock, process start included:
 * ``python -m autograder grade submitted --workers N --quiet`` for each N of ``--workers``,
   each into a fresh output folder (so nothing is resumed).
 
-It prints a table (tool, workers, seconds, notebooks/min, throughput ratio against nbgrader: only for a
-run whose every file graded with nbgrader's totals, else why not; fair.py) and
-whether our per-part scores are the same for every worker count and the same as nbgrader's
-totals. It also prints the CPU seconds each command used (its processes and kernels together),
-which depend far less than wall time on what else runs on the machine. It reports, it never asserts timings: the machine may be shared, so it prints the load.
-The issue's target is at least 3x nbgrader's throughput on a 2-core machine.
+It prints a table (tool, workers, seconds, notebooks/min, throughput ratio against nbgrader: only
+for a run whose every file graded with nbgrader's totals, else why not; fair.py) and whether our
+per-part scores are the same for every worker count and the same as nbgrader's totals. It also
+prints the CPU seconds each command used (its processes and kernels together), which depend far less
+than wall time on what else runs on the machine. It reports, it never asserts timings: the machine
+may be shared, so it prints the load. The issue's target is at least 3x nbgrader's throughput on a
+2-core machine.
 
-    .venv/bin/python benchmarks/bench_grading.py                    # toy lab, 50 notebooks, workers 1 2 4
-    .venv/bin/python benchmarks/bench_grading.py --lab all --correct-only --workers 4   # the per-lab table
+    .venv/bin/python benchmarks/bench_grading.py      # toy lab, 50 notebooks, workers 1 2 4
+    .venv/bin/python benchmarks/bench_grading.py --lab all --correct-only --workers 4  # per lab
     .venv/bin/python benchmarks/bench_grading.py --count 10 --workers 2 --skip-nbgrader
     .venv/bin/python benchmarks/bench_grading.py --workers 2 4 --also /tmp/patched_grader.py
 """
@@ -69,7 +70,8 @@ def make_course(course: Path, count: int, lab: str, correct_only: bool) -> dict[
     source = course / "source" / lab
     source.mkdir(parents=True)
     shutil.copy(REPO / "solutions" / f"{lab}.ipynb", source / f"{lab}.ipynb")
-    cases = [case for case in load_cases() if case["lab"] == lab and (not correct_only or case["id"].endswith("-correct"))]
+    cases = [case for case in load_cases() if case["lab"] == lab
+             and (not correct_only or case["id"].endswith("-correct"))]
     notebooks = {case["id"]: make_submission(case) for case in cases}
     assigned = {}
     for number in range(1, count + 1):
@@ -100,7 +102,8 @@ class CpuGroup:
     def make(cls) -> "CpuGroup | None":
         name = f"bpe-bench-{os.getpid()}-{time.monotonic_ns()}"
         for base in ("/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup"):
-            if not os.path.exists(os.path.join(base, "cpuacct.usage" if base.endswith("cpuacct") else "cpu.stat")):
+            if not os.path.exists(os.path.join(base, "cpuacct.usage" if base.endswith("cpuacct")
+                                               else "cpu.stat")):
                 continue
             try:
                 folder = os.path.join(base, name)
@@ -138,8 +141,8 @@ def timed(command: list[str], cwd: Path, log: Path) -> tuple[float, float]:
     group = CpuGroup.make()
     cpu_before, started = children_cpu(), time.perf_counter()
     with open(log, "w") as out:
-        done = subprocess.run(command, cwd=cwd, env=environment(), stdout=out, stderr=subprocess.STDOUT,
-                              preexec_fn=group.join if group else None)
+        done = subprocess.run(command, cwd=cwd, env=environment(), stdout=out,
+                              stderr=subprocess.STDOUT, preexec_fn=group.join if group else None)
     seconds = time.perf_counter() - started
     if group:
         time.sleep(0.5)  # kernels shut down in a background thread: let the last ones end
@@ -166,11 +169,13 @@ def our_scores(out: Path, lab: str) -> dict[str, tuple]:
     with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     parts = [part.part_id for part in get_lab(lab).parts]
-    return {row["student_id"]: (row["status"], row["score"], tuple((p, row[p]) for p in parts)) for row in rows}
+    return {row["student_id"]: (row["status"], row["score"], tuple((p, row[p]) for p in parts))
+            for row in rows}
 
 
 def sources_fingerprint() -> str:
-    """Changes when the grader, a lab or a released notebook changes (others may edit the checkout)."""
+    """Changes when the grader, a lab or a released
+    notebook changes (others may edit the checkout)."""
     digest = hashlib.sha256()
     for pattern in ("autograder/**/*.py", "solutions/*.ipynb", "notebooks/*.ipynb"):
         for path in sorted(REPO.glob(pattern)):
@@ -188,21 +193,25 @@ def run_lab(lab: str, args, scratch: Path) -> dict:
     course = scratch / "course"
     fingerprint = sources_fingerprint()
     assigned = make_course(course, args.count, lab, args.correct_only)
-    print(f"\n{args.count} submissions of {lab} in {course} ({len(set(assigned.values()))} cases); {load_average()}")
+    print(f"\n{args.count} submissions of {lab} in {course} ({len(set(assigned.values()))} cases); "
+          f"{load_average()}")
     rows = []  # (tool, workers, (wall seconds, cpu seconds))
     if not args.skip_nbgrader:
         nbgrader = [str(Path(sys.executable).parent / "nbgrader")]
         timed(nbgrader + ["generate_assignment", lab], course, scratch / "generate_assignment.log")
         print(f"  nbgrader autograde ... ({load_average()})", flush=True)
-        rows.append(("nbgrader autograde", 1, timed(nbgrader + ["autograde", lab], course, scratch / "nbgrader.log")))
+        rows.append(("nbgrader autograde", 1,
+                     timed(nbgrader + ["autograde", lab], course, scratch / "nbgrader.log")))
     ours = {}
-    graders = [("autograder", ["-m", "autograder"])] + ([(args.also.stem, [str(args.also.resolve())])] if args.also else [])
+    graders = [("autograder", ["-m", "autograder"])] + (
+        [(args.also.stem, [str(args.also.resolve())])] if args.also else []
+    )
     for tool, program in graders:
         for workers in args.workers:
             out = scratch / f"out-{tool}-w{workers}"
             print(f"  {tool} --workers {workers} ... ({load_average()})", flush=True)
-            command = [sys.executable, *program, "grade", str(course / "submitted"), "--out", str(out),
-                       "--workers", str(workers), "--quiet"]
+            command = [sys.executable, *program, "grade", str(course / "submitted"), "--out",
+                       str(out), "--workers", str(workers), "--quiet"]
             rows.append((tool, workers, timed(command, REPO, scratch / f"{tool}-w{workers}.log")))
             ours[(tool, workers)] = our_scores(out, lab)
 
@@ -212,14 +221,16 @@ def run_lab(lab: str, args, scratch: Path) -> dict:
     print(run_table(rows, verdicts, baseline, args.count))
     print(f"after the runs: {load_average()}; target: >= {TARGET_RATIO:g}x nbgrader's throughput")
     if sources_fingerprint() != fingerprint:
-        print("WARNING: the grader's or the labs' sources changed during the runs: the rows mix versions")
+        print("WARNING: the grader's or the labs' sources changed during the runs: the rows mix "
+              "versions")
 
     equal = None
     if ours:
         first, *others = ours.values()
         same = all(other == first for other in others)
         runs = ", ".join(f"{tool} -w {workers}" for tool, workers in ours)
-        print(f"our scores (status, total, each part) identical across runs [{runs}]: {'yes' if same else 'NO'}")
+        print(f"our scores (status, total, each part) identical across runs [{runs}]: "
+              f"{'yes' if same else 'NO'}")
         if not same:
             for (tool, workers), scores in ours.items():
                 differing = sorted(s for s in scores if scores[s] != first.get(s))
@@ -239,13 +250,14 @@ def run_lab(lab: str, args, scratch: Path) -> dict:
 
 
 def run_table(rows: list[tuple], verdicts: dict, baseline: float | None, count: int) -> str:
-    """One lab's table: a ratio against nbgrader only for a run whose every file graded with nbgrader's totals."""
-    lines = [f"{'tool':20s} {'workers':>7s} {'seconds':>8s} {'notebooks/min':>14s} {'vs nbgrader':>12s} "
-             f"{'cpu s':>7s} {'cpu s/nb':>9s}"]
+    """One lab's table: a ratio against nbgrader only for a
+    run whose every file graded with nbgrader's totals."""
+    lines = [f"{'tool':20s} {'workers':>7s} {'seconds':>8s} {'notebooks/min':>14s} "
+             f"{'vs nbgrader':>12s} {'cpu s':>7s} {'cpu s/nb':>9s}"]
     for tool, workers, (seconds, cpu) in rows:
         cell = ratio(baseline, seconds, verdicts.get((tool, workers))) if baseline else "-"
-        lines.append(f"{tool:20s} {workers:7d} {seconds:8.1f} {60 * count / seconds:14.1f} {cell:>12s} "
-                     f"{cpu:7.1f} {cpu / count:9.2f}")
+        lines.append(f"{tool:20s} {workers:7d} {seconds:8.1f} {60 * count / seconds:14.1f} "
+                     f"{cell:>12s} {cpu:7.1f} {cpu / count:9.2f}")
     return "\n".join(lines)
 
 
@@ -266,27 +278,38 @@ def summary_table(summary: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lab", nargs="+", default=["toy_bpe"], help="lab ids, or 'all' (default toy_bpe)")
-    parser.add_argument("--correct-only", action="store_true", help="every submission is the lab's correct case")
-    parser.add_argument("--count", type=int, default=50, help="number of submissions per lab (default 50)")
-    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker counts for our grader (default 1 2 4)")
-    parser.add_argument("--skip-nbgrader", action="store_true", help="time only our grader (no ratio then)")
+    parser.add_argument("--lab", nargs="+", default=["toy_bpe"],
+                        help="lab ids, or 'all' (default toy_bpe)")
+    parser.add_argument("--correct-only", action="store_true",
+                        help="every submission is the lab's correct case")
+    parser.add_argument("--count", type=int, default=50,
+                        help="number of submissions per lab (default 50)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4],
+                        help="worker counts for our grader (default 1 2 4)")
+    parser.add_argument("--skip-nbgrader", action="store_true",
+                        help="time only our grader (no ratio then)")
     parser.add_argument("--also", type=Path, metavar="SCRIPT",
-                        help="also time `python SCRIPT grade ...` (a patched grader: to measure a proposal before it lands)")
-    parser.add_argument("--keep", type=Path, help="build the courses here and keep them (default: a temporary folder)")
+                        help="also time `python SCRIPT grade ...` (a patched grader: to measure a "
+                        "proposal before it lands)")
+    parser.add_argument("--keep", type=Path,
+                        help="build the courses here and keep them (default: a temporary folder)")
     args = parser.parse_args(argv)
     labs = list(all_labs()) if args.lab == ["all"] else args.lab
 
     summary = []
     for lab in labs:
-        scratch = Path(tempfile.mkdtemp(prefix=f"bench-grading-{lab}-")) if args.keep is None else args.keep.resolve() / lab
+        scratch = (
+            Path(tempfile.mkdtemp(prefix=f"bench-grading-{lab}-"))
+            if args.keep is None
+            else args.keep.resolve() / lab
+        )
         try:
             summary.append(run_lab(lab, args, scratch))
         finally:
             if args.keep is None:
                 shutil.rmtree(scratch, ignore_errors=True)
-    print(f"\nper lab ({args.count} notebooks each; ours: best of --workers {' '.join(map(str, args.workers))}; "
-          f"{load_average()}):")
+    print(f"\nper lab ({args.count} notebooks each; ours: best of --workers "
+          f"{' '.join(map(str, args.workers))}; {load_average()}):")
     print(summary_table(summary))
     return 0
 

@@ -1,4 +1,5 @@
-"""What exporting to an LMS and preparing formgrader cost, on a graded folder and on a class scaled up.
+"""What exporting to an LMS and preparing formgrader cost, on a graded folder and on a class scaled
+up.
 
 A report, not a test: it prints figures and asserts nothing about them.
 
@@ -39,8 +40,10 @@ def timed(label: str, function, *args, **kwargs):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "out", help="a graded folder (default: make demo's out/)")
-    parser.add_argument("--scale", type=int, default=6, help="copies of each result, as that many students (default 6)")
+    parser.add_argument("--out", type=Path, default=ROOT / "out",
+                        help="a graded folder (default: make demo's out/)")
+    parser.add_argument("--scale", type=int, default=6,
+                        help="copies of each result, as that many students (default 6)")
     args = parser.parse_args()
 
     from autograder.course import use
@@ -63,18 +66,24 @@ def main() -> None:
         copy = Path(scratch) / "out"
         shutil.copytree(args.out, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
         graded = sum(r.graded for r in results)
-        timed(f"formgrader layout, {graded} notebooks written", formgrader.write_course, copy, results)
-        timed(f"formgrader layout, {graded} notebooks current", formgrader.write_course, copy, results)
+        timed(f"formgrader layout, {graded} notebooks written", formgrader.write_course, copy,
+              results)
+        timed(f"formgrader layout, {graded} notebooks current", formgrader.write_course, copy,
+              results)
 
-    class_ = [replace(r, student_id=f"{r.student_id}-{n}") for n in range(args.scale) for r in results]
-    roster = [RosterEntry(student_id=r.student_id, name=r.student_id, email=f"{r.student_id}@example.edu",
-                          canvas_id=str(1000 + i), user_id=str(5000 + i)) for i, r in enumerate(class_)]
+    class_ = [replace(r, student_id=f"{r.student_id}-{n}") for n in range(args.scale)
+              for r in results]
+    roster = [RosterEntry(student_id=r.student_id, name=r.student_id,
+                          email=f"{r.student_id}@example.edu",
+                          canvas_id=str(1000 + i), user_id=str(5000 + i))
+              for i, r in enumerate(class_)]
     print(f"a class of {len(roster)} students, {sum(r.graded for r in class_)} graded results")
     mapping = {lab: str(100 + i) for i, lab in enumerate(all_labs())}
     sheet = timed("sheet (all labs)", build, class_, roster, mapping)
     rows, _ = timed("canvas rows", canvas.table, sheet)
     timed(f"canvas CSV ({len(rows)} rows)", csv_bytes, rows)
-    rows, _ = timed("moodle gradebook rows, with feedback", moodle.gradebook_table, sheet, "email", True)
+    rows, _ = timed("moodle gradebook rows, with feedback", moodle.gradebook_table, sheet, "email",
+                    True)
     timed(f"moodle CSV ({len(rows)} rows)", csv_bytes, rows)
     one = build(class_, roster, {"toy_bpe": ""})
     rows, files, _ = timed("moodle worksheet + feedback pages (toy_bpe)", moodle.worksheet, one)

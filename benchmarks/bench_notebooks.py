@@ -33,19 +33,22 @@ TARGET_SECONDS = 30.0
 SELF_REPORTED = {
     "ny_constitution": [
         ("page_vocab", r"reached (\d+) tokens in ([\d.]+) s", "build_vocab to {0} tokens: {1} s"),
-        ("naive_timing", r"take about (\d+) s", "direct loop to 256 tokens, estimated from its first steps: about {0} s"),
+        ("naive_timing", r"take about (\d+) s",
+         "direct loop to 256 tokens, estimated from its first steps: about {0} s"),
     ],
 }
 
 
 def cell_output(notebook: nbformat.NotebookNode, cell_id: str) -> str:
     cell = next((cell for cell in notebook.cells if cell.get("id") == cell_id), None)
-    return "" if cell is None else "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    return "" if cell is None else "".join(o.get("text", "") for o in cell.outputs
+                                           if o.output_type == "stream")
 
 
 def run(lab, data_dir: Path) -> tuple[float, nbformat.NotebookNode]:
     notebook = nbformat.read(lab.solution_path, as_version=4)
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(data_dir)}})
+    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(data_dir)}})
     start = time.perf_counter()
     client.execute()
     return time.perf_counter() - start, notebook
@@ -58,13 +61,16 @@ def main(lab_ids: list[str]) -> None:
         shutil.copytree(REPO / "data" / "documents", data_dir / "documents")
         # The kernels inherit this environment: how they find the data and the reference code.
         os.environ.update(BPE_LABS_DATA=str(data_dir), MPLBACKEND="Agg",
-                          PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+                          PYTHONPATH=os.pathsep.join(filter(None,
+                                                            [str(REPO),
+                                                             os.environ.get("PYTHONPATH")])))
         print(f"{'lab':<18} {'seconds':>8}  target {TARGET_SECONDS:.0f} s")
         for lab in all_labs().values():
             if lab_ids and lab.lab_id not in lab_ids:
                 continue
             seconds, executed = run(lab, data_dir)
-            print(f"{lab.lab_id:<18} {seconds:8.1f}  {'within' if seconds < TARGET_SECONDS else 'OVER'}")
+            print(f"{lab.lab_id:<18} {seconds:8.1f}  "
+                  f"{'within' if seconds < TARGET_SECONDS else 'OVER'}")
             for cell_id, pattern, template in SELF_REPORTED.get(lab.lab_id, []):
                 found = re.search(pattern, cell_output(executed, cell_id))
                 if found:

@@ -41,7 +41,8 @@ EXAMPLES = REPO / "examples" / "submissions"
 
 from autograder.batch.resume import unsigned  # noqa: E402
 from benchmarks.fair import ratio, why_not_comparable  # noqa: E402
-LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast", "tok"]  # examples/submissions/<name>-correct.ipynb
+# examples/submissions/<name>-correct.ipynb
+LABS = ["toy", "africa", "ny", "gpt2", "prep", "fast", "tok"]
 
 
 def grade_alone(notebook: Path, scratch: Path) -> dict:
@@ -51,29 +52,36 @@ def grade_alone(notebook: Path, scratch: Path) -> dict:
     folder.mkdir(parents=True)
     shutil.copy(notebook, folder / notebook.name)
     environment = dict(os.environ, PYTHONPATH=str(REPO))
-    command = [sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out), "--workers", "1", "--quiet"]
+    command = [sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out),
+               "--workers", "1", "--quiet"]
     before = os.times()
     started = time.perf_counter()
     finished = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True)
     wall = time.perf_counter() - started
     after = os.times()
     if finished.returncode != 0:
-        raise RuntimeError(f"grading {notebook.name} failed ({finished.returncode}):\n{finished.stderr[-2000:]}")
+        raise RuntimeError(f"grading {notebook.name} failed "
+                           f"({finished.returncode}):\n{finished.stderr[-2000:]}")
     (result_file,) = (out / "results").glob("*.json")
     result = unsigned(json.loads(result_file.read_text(encoding="utf-8")))
-    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return {"status": result.status, "score": result.score, "grading": result.seconds, "cli": wall, "cpu": cpu}
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return {"status": result.status, "score": result.score, "grading": result.seconds, "cli": wall,
+            "cpu": cpu}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--labs", nargs="+", default=LABS, choices=LABS)
-    parser.add_argument("--repeat", type=int, default=1, help="runs per lab; the fastest end to end is shown")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per lab; the fastest end to end is shown")
     args = parser.parse_args(argv)
 
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; best of {args.repeat}; "
           f"python -m autograder grade FOLDER --workers 1")
-    header = f"{'notebook':<22} {'status':>7} {'score':>6} {'grading s':>10} {'CLI s':>7} {'ratio':>6} {'rest s':>7} {'cpu s':>6}"
+    header = (f"{'notebook':<22} {'status':>7} {'score':>6} {'grading s':>10} {'CLI s':>7} "
+              f"{'ratio':>6} {'rest s':>7} {'cpu s':>6}")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as scratch:
@@ -82,10 +90,13 @@ def main(argv: list[str] | None = None) -> None:
             runs = [grade_alone(notebook, Path(scratch) / lab) for _ in range(args.repeat)]
             best = min(runs, key=lambda run: run["cli"])
             why_not = why_not_comparable({notebook.stem: (best["status"], best["score"])})
-            cell = ratio(best["cli"], best["grading"], why_not, form="{:.2f}")  # fair.py: none for a file that did not grade
+            # fair.py: none for a file that did not grade
+            cell = ratio(best["cli"], best["grading"], why_not, form="{:.2f}")
             score = f"{best['score']:g}" if best["score"] is not None else "-"
-            print(f"{notebook.name:<22} {best['status']:>7} {score:>6} {best['grading']:>10.2f} {best['cli']:>7.2f} "
-                  f"{cell:>6} {best['cli'] - best['grading']:>7.2f} {best['cpu']:>6.2f}", flush=True)
+            print(f"{notebook.name:<22} {best['status']:>7} {score:>6} {best['grading']:>10.2f} "
+                  f"{best['cli']:>7.2f} "
+                  f"{cell:>6} {best['cli'] - best['grading']:>7.2f} {best['cpu']:>6.2f}",
+                  flush=True)
     print(f"load average now {os.getloadavg()[0]:.1f}")
 
 

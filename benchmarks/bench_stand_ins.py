@@ -1,4 +1,5 @@
-"""What one stand-in call costs: the round trip a timed hidden test allows for (bpe_labs.hidden.STAND_IN_ROUND_TRIP).
+"""What one stand-in call costs: the round trip a timed hidden test allows for
+(bpe_labs.hidden.STAND_IN_ROUND_TRIP).
 
 A stand-in asks the grader over the kernel's stdin channel and waits for the reference's answer
 (autograder/grading/stand_ins.py). This script places a stand-in for a merge function in a real sandboxed
@@ -42,18 +43,25 @@ def main() -> None:
     use("bpe_labs.course:COURSE")
     print(f"load average {os.getloadavg()[0]:.1f}; ms per stand-in call (median, 90th percentile)")
     with tempfile.TemporaryDirectory() as folder:
-        with KernelSession(Path(folder) / "work", Limits(cell_seconds=60, call_seconds=600)) as session:
+        with KernelSession(
+            Path(folder) / "work", Limits(cell_seconds=60, call_seconds=600)
+        ) as session:
             assert session.run_cell(NOTEBOOK).status == "ok"
-            with standing_in(session, [Upstream("merge", "merge_part", "bpe_labs.reference.char_bpe:merge_pair_in_word")]):
+            with standing_in(session,
+                             [Upstream("merge", "merge_part",
+                                       "bpe_labs.reference.char_bpe:merge_pair_in_word")]):
                 for calls in args.calls:
                     first = len(STAND_IN_LOG)
                     kernel_seconds = session.call("many", calls)
                     log = STAND_IN_LOG[first:]
                     service = [answered - arrived for arrived, answered in log]
-                    trips = [arrived - previous for (arrived, _), (_, previous) in zip(log[1:], log)]
+                    trips = [arrived - previous
+                             for (arrived, _), (_, previous) in zip(log[1:], log)]
                     ms = lambda values, q: 1000 * statistics.quantiles(values, n=10)[q]  # noqa: E731
-                    print(f"{calls:5d} calls: kernel {1000 * kernel_seconds / calls:6.2f} ms/call; grader's answer "
-                          f"{ms(service, 4):5.2f} / {ms(service, 8):5.2f}; round trip seen by the grader "
+                    print(f"{calls:5d} calls: kernel {1000 * kernel_seconds / calls:6.2f} ms/call; "
+                          "grader's answer "
+                          f"{ms(service, 4):5.2f} / {ms(service, 8):5.2f}; round trip seen by the "
+                          "grader "
                           f"{ms(trips, 4):5.2f} / {ms(trips, 8):5.2f}")
 
 

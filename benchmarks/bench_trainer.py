@@ -1,4 +1,5 @@
-"""How fast is the course's reference BPE trainer (Python and numpy) next to Hugging Face ``tokenizers``?
+"""How fast is the course's reference BPE trainer (Python and numpy) next to Hugging Face
+``tokenizers``?
 
 A report, not a test: it prints figures and asserts nothing about them.
 
@@ -70,7 +71,8 @@ def whitespace_pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
 
 
 def initial_tokenizers_vocab_size(word_counts: dict[str, int]) -> int:
-    """Characters plus word-final characters with ``</w>``: ``tokenizers``' vocabulary before any merge.
+    """Characters plus word-final characters with ``</w>``: ``tokenizers``' vocabulary before any
+    merge.
 
     ``{"ab": 1, "b": 2} -> 3`` (``a``, ``b``, ``b</w>``)
     """
@@ -120,7 +122,8 @@ def shared_tokens(ours: list[tuple[str, str]], model: dict) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=float, nargs="+", default=[1, 5, 20], help="text sizes in MB")
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1, 5, 20],
+                        help="text sizes in MB")
     parser.add_argument("--merges", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
     parser.add_argument("--parallel-count", action="store_true", help="count words on two cores")
@@ -132,7 +135,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
           f"{args.merges} merges; best of {args.repeat}; "
           f"word counting on {'two cores' if args.parallel_count else 'one core'}")
-    header = (f"{'MB':>5} {'words':>10} {'distinct':>9} {'tokenizers s':>13} {'fast s':>7} {'fast/tok':>9}"
+    header = (f"{'MB':>5} {'words':>10} {'distinct':>9} {'tokenizers s':>13} {'fast s':>7} "
+              f"{'fast/tok':>9}"
               f" {'tok cpu s':>10} {'fast cpu s':>11} {'merges tok/fast':>16} {'shared':>7}")
     print(header)
     print("-" * len(header))
@@ -141,11 +145,20 @@ def main(argv: list[str] | None = None) -> None:
         word_counts = count_words(text)
         pieces = whitespace_pieces(text)
         vocab_size = initial_tokenizers_vocab_size(word_counts) + args.merges
-        tokenizers_seconds, tokenizers_cpu, model = best_time(lambda: train_tokenizers(pieces, vocab_size), args.repeat)
-        fast_seconds, fast_cpu, ours = best_time(lambda: train_fast(text, args.merges, args.parallel_count), args.repeat)
-        print(f"{size:>5g} {sum(word_counts.values()):>10,} {len(word_counts):>9,} {tokenizers_seconds:>13.2f} "
-              f"{fast_seconds:>7.2f} {fast_seconds / tokenizers_seconds:>9.2f} {tokenizers_cpu:>10.2f} {fast_cpu:>11.2f} "
-              f"{len(model['merges']):>7} / {len(ours):<7} {shared_tokens(ours, model):>7}", flush=True)
+        # best_time calls each lambda within this round; the defaults bind this round's values
+        tokenizers_seconds, tokenizers_cpu, model = best_time(
+            lambda pieces=pieces, vocab_size=vocab_size: train_tokenizers(pieces, vocab_size),
+            args.repeat,
+        )
+        fast_seconds, fast_cpu, ours = best_time(
+            lambda text=text: train_fast(text, args.merges, args.parallel_count), args.repeat
+        )
+        print(f"{size:>5g} {sum(word_counts.values()):>10,} {len(word_counts):>9,} "
+              f"{tokenizers_seconds:>13.2f} {fast_seconds:>7.2f} "
+              f"{fast_seconds / tokenizers_seconds:>9.2f} {tokenizers_cpu:>10.2f} "
+              f"{fast_cpu:>11.2f} {len(model['merges']):>7} / {len(ours):<7} "
+              f"{shared_tokens(ours, model):>7}",
+              flush=True)
     print(f"load average now {os.getloadavg()[0]:.1f}")
 
     if args.with_simple:
@@ -154,11 +167,15 @@ def main(argv: list[str] | None = None) -> None:
         start = time.perf_counter()
         simple = simple_trainer.train_bpe(word_counts, args.merges)
         simple_seconds = time.perf_counter() - start
-        fast_seconds, _, fast = best_time(lambda: fast_trainer.train_bpe(word_counts, args.merges), args.repeat)
-        print(f"\nsimple trainer, {args.simple_size:g} MB, {args.merges} merges (word counting excluded): "
-              f"{simple_seconds:.1f} s; fast trainer {fast_seconds:.2f} s "
-              f"({ratio(simple_seconds, fast_seconds, None if simple == fast else 'the merges differ', '{:.0f}x')}); "
-              f"same merges: {'yes' if simple == fast else 'NO'}")
+        fast_seconds, _, fast = best_time(lambda: fast_trainer.train_bpe(word_counts, args.merges),
+                                          args.repeat)
+        speedup = ratio(simple_seconds, fast_seconds,
+                        None if simple == fast else "the merges differ", "{:.0f}x")
+        print(
+            f"\nsimple trainer, {args.simple_size:g} MB, {args.merges} merges (word counting "
+            f"excluded): {simple_seconds:.1f} s; fast trainer {fast_seconds:.2f} s ({speedup}); "
+            f"same merges: {'yes' if simple == fast else 'NO'}"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""What plain nbgrader 0.9.6 makes of the adversarial suite, next to what our autograder makes of it.
+"""What plain nbgrader 0.9.6 makes of the adversarial suite, next to what our autograder makes of
+it.
 
 Plain nbgrader runs the hidden tests inside the student's kernel and scores a test cell by whether
 its output holds an error, so a student's code can reach the tests, the reference and the
@@ -50,21 +51,30 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
 
 
-def run_nbgrader(args: list[str], course: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+def run_nbgrader(
+    args: list[str], course: Path, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO),
+               PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
                BPE_LABS_DATA=str(REPO / "data" / "standins"), MPLBACKEND="Agg")
     return subprocess.run([NBGRADER, *args], cwd=course, env=env, capture_output=True, text=True,
                           timeout=timeout, preexec_fn=_limit_memory)
 
 
 def what_went_wrong(log: str) -> str:
-    """The exception nbgrader ended on (the last line of its traceback), else its first error, in a few words."""
-    raised = re.findall(r"^\s*((?:[\w.]+\.)?\w+(?:Error|Exception|Exit|Interrupt)\b(?::.*)?)$", log, re.M)
+    """The exception nbgrader ended on (the last line of its
+    traceback), else its first error, in a few words."""
+    raised = re.findall(r"^\s*((?:[\w.]+\.)?\w+(?:Error|Exception|Exit|Interrupt)\b(?::.*)?)$", log,
+                        re.M)
     if raised:
         return _short(raised[-1])
     for line in log.splitlines():
         match = re.search(r"\[AutogradeApp \| (ERROR|CRITICAL)\] (.*)", line)
-        if match and "There was an error processing" not in match.group(2) and "Traceback" not in match.group(2):
+        if (
+            match
+            and "There was an error processing" not in match.group(2)
+            and "Traceback" not in match.group(2)
+        ):
             return match.group(2).strip()[:90]
     return "failed (no error logged)"
 
@@ -85,7 +95,8 @@ def nbgrader_scores(course: Path, db_url: str, students: list[str]) -> dict[str,
                 notebook = gradebook.find_submission_notebook(LAB, LAB, student)
             except MissingEntry:
                 continue
-            found[student] = {"score": notebook.score, "parts": {grade.name: grade.score for grade in notebook.grades}}
+            found[student] = {"score": notebook.score,
+                              "parts": {grade.name: grade.score for grade in notebook.grades}}
     return found
 
 
@@ -95,7 +106,8 @@ def grade_with_nbgrader(files: dict[str, bytes], work: Path) -> dict[str, str]:
     (course / "source" / LAB).mkdir(parents=True)
     shutil.copy(REPO / "solutions" / f"{LAB}.ipynb", course / "source" / LAB / f"{LAB}.ipynb")
     db_url = f"sqlite:///{course / 'gradebook.db'}"
-    (course / "nbgrader_config.py").write_text(CONFIG.format(root=str(course), db=db_url, timeout=CELL_SECONDS))
+    (course / "nbgrader_config.py").write_text(CONFIG.format(root=str(course), db=db_url,
+                                                             timeout=CELL_SECONDS))
     made = run_nbgrader(["generate_assignment", LAB, "--force"], course)
     if made.returncode != 0:
         raise SystemExit(f"nbgrader generate_assignment failed:\n{made.stdout}\n{made.stderr}")
@@ -128,7 +140,10 @@ def grade_with_ours(files: dict[str, bytes], names: dict[str, str], work: Path) 
     folder.mkdir(parents=True)
     for case_id, content in files.items():
         (folder / names[case_id]).write_bytes(content)
-    settings = Settings(limits=Limits(cell_seconds=CELL_SECONDS, call_seconds=5, memory_bytes=MEMORY_BYTES), part_seconds=30)
+    settings = Settings(
+        limits=Limits(cell_seconds=CELL_SECONDS, call_seconds=5, memory_bytes=MEMORY_BYTES),
+        part_seconds=30,
+    )
     results = grade_folder(folder, work / "ours" / "out", settings, workers=2, progress=False)
     by_name = {Path(result.file).name: result for result in results}
     shown = {}
@@ -150,7 +165,8 @@ def expected(case) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="*", help="case ids (default: all)")
-    parser.add_argument("--keep", type=Path, help="keep the work folder here (default: a temporary one, removed)")
+    parser.add_argument("--keep", type=Path,
+                        help="keep the work folder here (default: a temporary one, removed)")
     args = parser.parse_args()
     cases = [case for case in CASES if not args.cases or case.case_id in args.cases]
     work = Path(tempfile.mkdtemp(prefix="compare-nbgrader-")) if args.keep is None else args.keep
@@ -166,13 +182,17 @@ def main() -> None:
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    full = sum(part.points for part in __import__("autograder.labs", fromlist=["get_lab"]).get_lab(LAB).parts)
-    print(f"Out of {full:g} points. Same limits both ways: {CELL_SECONDS} s per cell, {MEMORY_BYTES // 1024**3} GiB per kernel.\n")
+    full = sum(part.points
+               for part in __import__("autograder.labs", fromlist=["get_lab"]).get_lab(LAB).parts)
+    print(f"Out of {full:g} points. Same limits both ways: {CELL_SECONDS} s per cell, "
+          f"{MEMORY_BYTES // 1024**3} GiB per kernel.\n")
     print("| case | what it does | plain nbgrader 0.9.6 | ours | should get |")
     print("|---|---|---|---|---|")
     for case in cases:
-        print(f"| {case.case_id} | {case.description.replace('|', '/')} | {plain[case.case_id]} | {ours[case.case_id]} | {expected(case)} |")
-    print(f"\nnbgrader: {plain_seconds:.0f} s (one `nbgrader autograde` per case); ours: {our_seconds:.0f} s (one batch, 2 workers).")
+        print(f"| {case.case_id} | {case.description.replace('|', '/')} | {plain[case.case_id]} | "
+              f"{ours[case.case_id]} | {expected(case)} |")
+    print(f"\nnbgrader: {plain_seconds:.0f} s (one `nbgrader autograde` per case); ours: "
+          f"{our_seconds:.0f} s (one batch, 2 workers).")
 
 
 if __name__ == "__main__":

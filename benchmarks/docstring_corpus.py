@@ -71,7 +71,9 @@ def docstrings_of_source(source: str) -> Iterator[str]:
             if doc and doc.strip():
                 yield doc.strip()
         nodes.extend(reversed([child for child in ast.iter_child_nodes(node)
-                               if isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))]))
+                               if isinstance(child,
+                                             (ast.ClassDef, ast.FunctionDef,
+                                              ast.AsyncFunctionDef))]))
 
 
 def iter_docstrings(roots: list[Path] | None = None) -> Iterator[str]:
@@ -119,7 +121,9 @@ def docstring_text(megabytes: float, use_cache: bool = True) -> str:
     (with other docstrings) never reads a stale file.
     """
     num_bytes = int(megabytes * MB)
-    key = hashlib.blake2b(f"{sys.version}|{sys.prefix}|{num_bytes}".encode(), digest_size=8).hexdigest()
+    key = hashlib.blake2b(
+        f"{sys.version}|{sys.prefix}|{num_bytes}".encode(), digest_size=8
+    ).hexdigest()
     path = cache_dir() / f"docstrings-{num_bytes}-{key}.txt"
     if use_cache and path.exists():
         return path.read_text(encoding="utf-8")
@@ -135,12 +139,15 @@ def docstring_text(megabytes: float, use_cache: bool = True) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=1.0, help="size in MB (10**6 bytes of UTF-8)")
-    parser.add_argument("--out", type=Path, help="write the text here (default: print statistics only)")
+    parser.add_argument("--out", type=Path,
+                        help="write the text here (default: print statistics only)")
     parser.add_argument("--no-cache", action="store_true")
     args = parser.parse_args(argv)
     text = docstring_text(args.mb, use_cache=not args.no_cache)
     words = text.split()
-    print(f"{len(text.encode('utf-8')):,} bytes, {len(words):,} words, {len(set(words)):,} distinct")
+    print(
+        f"{len(text.encode('utf-8')):,} bytes, {len(words):,} words, {len(set(words)):,} distinct"
+    )
     if args.out:
         args.out.write_text(text, encoding="utf-8")
 

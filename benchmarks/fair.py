@@ -19,25 +19,33 @@ def _number(text) -> float | None:
         return None
 
 
-def why_not_comparable(ours: dict[str, tuple], theirs: dict[str, float] | None = None) -> str | None:
-    """Why the run ``ours`` (student -> (status, total, ...), as grades.csv says) cannot be compared for
-    speed with the baseline ``theirs`` (student -> total; None: no baseline scores, only ours checked):
-    a file that did not grade, or a total that differs; None when it can."""
+def why_not_comparable(
+    ours: dict[str, tuple], theirs: dict[str, float] | None = None
+) -> str | None:
+    """Why the run ``ours`` (student -> (status, total, ...), as grades.csv says) cannot be
+    compared for speed with the baseline ``theirs`` (student -> total; None: no baseline scores,
+    only ours checked): a file that did not grade, or a total that differs; None when it can."""
     failed = sorted(student for student, row in ours.items() if row[0] != "graded")
     if failed:
         shown = ", ".join(f"{student}: {ours[student][0]}" for student in failed[:3])
-        return f"{len(failed)} of {len(ours)} files not graded ({shown}{', ...' if len(failed) > 3 else ''})"
+        more = ", ..." if len(failed) > 3 else ""
+        return f"{len(failed)} of {len(ours)} files not graded ({shown}{more})"
     if theirs is not None:
         students = sorted(set(ours) | set(theirs))
-        differing = [s for s in students if s not in ours or s not in theirs or _number(ours[s][1]) != _number(theirs[s])]
+        differing = [s for s in students if s not in ours or s not in theirs
+                     or _number(ours[s][1]) != _number(theirs[s])]
         if differing:
-            return (f"scores differ from the baseline's for {len(differing)} of {len(students)} students "
+            return (f"scores differ from the baseline's for {len(differing)} of {len(students)} "
+                    "students "
                     f"({', '.join(differing[:3])}{', ...' if len(differing) > 3 else ''})")
     return None
 
 
-def ratio(baseline_seconds: float, seconds: float, why_not: str | None, form: str = "{:.2f}x") -> str:
-    """``baseline_seconds / seconds`` in ``form``, or ``none: <why>`` when the runs did not do the same work."""
+def ratio(
+    baseline_seconds: float, seconds: float, why_not: str | None, form: str = "{:.2f}x"
+) -> str:
+    """``baseline_seconds / seconds`` in ``form``, or ``none:
+    <why>`` when the runs did not do the same work."""
     if why_not:
         return f"none: {why_not}"
     return form.format(baseline_seconds / seconds)

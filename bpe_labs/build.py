@@ -9,9 +9,12 @@ from pathlib import Path
 from autograder.release.student_notebooks import db_url_for, register_labs, release, release_notebook  # noqa: F401  (this module's API)
 from bpe_labs import ROOT
 
-# The course's home: the GitHub repository (and branch) that publishes this kit. The solution notebooks
-# name the default; the build writes the configured one into the Colab badges and into corpus_prep's
-# pointer to its documents. Set it once when building for your course: BPE_LABS_HOME=owner/name@branch.
+# The course's home: the GitHub repository (and branch) that publishes this kit. The solution
+# notebooks name the default; the build writes the configured one into the Colab badges and into
+# corpus_prep's pointer to its documents. Set it once when building for your course:
+# BPE_LABS_HOME=owner/name@branch.
+# pointer to its documents. Set it once when building
+# for your course: BPE_LABS_HOME=owner/name@branch.
 DEFAULT_HOME = "bpe-labs/bpe-labs@main"
 DOCUMENTS_DIR = ROOT / "data" / "documents"
 EMBEDDED_DOCUMENTS = "EMBEDDED_DOCUMENTS = {}\n"
@@ -24,11 +27,14 @@ def course_home() -> tuple[str, str]:
 
 
 def badge_note() -> str:
-    """Where the built notebooks' Colab badges point, and the setting that changes it (what ``build`` prints)."""
+    """Where the built notebooks' Colab badges point, and the
+    setting that changes it (what ``build`` prints)."""
     repository, branch = course_home()
-    where = f"Colab badges point at https://github.com/{repository} (branch {branch}, notebooks/<lab>.ipynb)"
+    where = (f"Colab badges point at https://github.com/{repository} "
+             f"(branch {branch}, notebooks/<lab>.ipynb)")
     if "BPE_LABS_HOME" not in os.environ:
-        return (f"{where}, the kit's placeholder: publish the notebooks in your course's repository and build again "
+        return (f"{where}, the kit's placeholder: publish the notebooks in your course's "
+                "repository and build again "
                 f"with BPE_LABS_HOME=owner/name@branch")
     return f"{where}, from BPE_LABS_HOME: publish notebooks/ there so that the badges open them"
 
@@ -37,15 +43,18 @@ def with_course_home(source: str) -> str:
     """The default home's URLs in ``source`` replaced by the configured home's."""
     default_repository, default_branch = DEFAULT_HOME.split("@")
     repository, branch = course_home()
-    return (source.replace(f"github/{default_repository}/blob/{default_branch}/", f"github/{repository}/blob/{branch}/")
-                  .replace(f"https://github.com/{default_repository}", f"https://github.com/{repository}"))
+    return (source.replace(f"github/{default_repository}/blob/{default_branch}/",
+                           f"github/{repository}/blob/{branch}/")
+                  .replace(f"https://github.com/{default_repository}",
+                           f"https://github.com/{repository}"))
 
 
 def with_documents(source: str) -> str:
     """corpus_prep's loader cell carrying the lab's documents, so that it runs alone (Colab)."""
     if EMBEDDED_DOCUMENTS not in source:
         return source
-    documents = {path.name: path.read_text(encoding="utf-8") for path in sorted(DOCUMENTS_DIR.glob("*.md"))}
+    documents = {path.name: path.read_text(encoding="utf-8")
+                 for path in sorted(DOCUMENTS_DIR.glob("*.md"))}
     return source.replace(EMBEDDED_DOCUMENTS, f"EMBEDDED_DOCUMENTS = {documents!r}\n")
 
 

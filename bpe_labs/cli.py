@@ -1,5 +1,5 @@
-"""``bpe-labs``: the engine's command line bound to the BPE Labs course (same as ``python -m autograder``
-with this course installed)."""
+"""``bpe-labs``: the engine's command line bound to the BPE Labs course (same as ``python -m
+autograder`` with this course installed)."""
 import sys
 
 from autograder.cli import exit_quickly, main as engine_main

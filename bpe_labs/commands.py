@@ -1,4 +1,5 @@
-"""The BPE course's own subcommands of the command line (``bpe-labs`` / ``python -m autograder``)."""
+"""The BPE course's own subcommands of the command
+line (``bpe-labs`` / ``python -m autograder``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,7 +45,8 @@ def add_commands(commands, course) -> None:
     it: that module imports this one)."""
     from autograder.cli import lab_choice
 
-    examples = commands.add_parser("examples", help="regenerate the example submissions from examples/*.yaml")
+    examples = commands.add_parser("examples",
+                                   help="regenerate the example submissions from examples/*.yaml")
     examples.add_argument("--out", default=str(ROOT / "examples" / "submissions"),
                           help="folder for the example notebooks (default: examples/submissions)")
     examples.set_defaults(run=_examples)
@@ -52,14 +54,20 @@ def add_commands(commands, course) -> None:
     standins = commands.add_parser("standins", help="write the stand-in corpora")
     standins.add_argument("--out", default=str(ROOT / "data" / "standins"),
                           help="folder for the stand-in corpora (default: data/standins)")
-    standins.add_argument("--full-size", action="store_true", help="as large as the real corpora (for benchmarks)")
+    standins.add_argument("--full-size", action="store_true",
+                          help="as large as the real corpora (for benchmarks)")
     standins.set_defaults(run=_standins)
 
-    execute = commands.add_parser("execute-solutions", help="run the solution notebooks in place (refresh stored outputs)")
-    execute.add_argument("labs", nargs="*", metavar="LAB", type=lab_choice(course),
-                         help=f"the labs to run (default: every lab): {', '.join(course.lab_ids())}")
+    execute = commands.add_parser("execute-solutions",
+                                  help="run the solution notebooks in place (refresh stored "
+                                  "outputs)")
+    execute.add_argument(
+        "labs", nargs="*", metavar="LAB", type=lab_choice(course),
+        help=f"the labs to run (default: every lab): {', '.join(course.lab_ids())}",
+    )
     execute.set_defaults(run=_execute_solutions)
 
     fetch = commands.add_parser("fetch-data", help="download the real corpora (needs the internet)")
-    fetch.add_argument("--out", default=str(ROOT / "data"), help="folder for the corpora (default: data)")
+    fetch.add_argument("--out", default=str(ROOT / "data"),
+                       help="folder for the corpora (default: data)")
     fetch.set_defaults(run=_fetch_data)

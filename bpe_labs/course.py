@@ -34,8 +34,8 @@ COURSE = Course(
     examples=ROOT / "examples",
     metadata_key="bpe_labs",
     data_variable="BPE_LABS_DATA",
-    server_variable="BPE_LABS_SERVER",  # the grading service's URL, built into the notebooks' Submit cell
-    token_variable="BPE_LABS_TOKEN",
+    # the grading service's URL, built into the notebooks' Submit cell
+    server_variable="BPE_LABS_SERVER", token_variable="BPE_LABS_TOKEN",
     trusted_modules=("bpe_labs.reference", "bpe_labs.hidden"),
     prepare_source=_prepare_source,
     add_commands=_add_commands,

@@ -44,7 +44,8 @@ def make_submission(case: dict) -> nbformat.NotebookNode:
     replacements = case.get("replace") or {}
     unknown = set(replacements) - set(solutions)
     if unknown:
-        raise ValueError(f"{case['spec']} case {case['id']}: no cells {sorted(unknown)} in {lab.lab_id}")
+        raise ValueError(f"{case['spec']} case {case['id']}: no cells {sorted(unknown)} in "
+                         f"{lab.lab_id}")
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         if not meta.get("solution"):
@@ -52,7 +53,8 @@ def make_submission(case: dict) -> nbformat.NotebookNode:
         source = answer_code(solutions[meta["grade_id"]])
         for change in replacements.get(meta["grade_id"], []):
             if change["old"] not in source:
-                raise ValueError(f"{case['spec']} case {case['id']}: {change['old']!r} is not in {meta['grade_id']}")
+                raise ValueError(f"{case['spec']} case {case['id']}: {change['old']!r} is not in "
+                                 f"{meta['grade_id']}")
             source = source.replace(change["old"], change["new"])
         cell.source = source
     return nb
@@ -68,23 +70,26 @@ def write_examples(out_dir: Path = EXAMPLES_DIR / "submissions") -> list[Path]:
     return written + [write_roster(out_dir.parent / "roster.csv")]
 
 
-# Two students on the roster who handed nothing in: `grade --roster` gives them `missing` rows and the
-# LMS exports leave their cells empty (docs/LMS.md).
+# Two students on the roster who handed nothing in: `grade --roster` gives them `missing` rows and
+# the LMS exports leave their cells empty (docs/LMS.md).
 ABSENT = [("dee-absent", "Dee Absent"), ("eve-absent", "Eve Absent")]
 
 
 def write_roster(path: Path = EXAMPLES_DIR / "roster.csv") -> Path:
-    """The examples' roster (``grade --roster``'s format, with the LMS columns of docs/LMS.md): one
-    student per example case, whose id is the case's, and two students who handed nothing in; as
-    ``make serve``, ``grade examples/submissions --roster examples/roster.csv`` and ``export`` use it."""
+    """The examples' roster (``grade --roster``'s format, with the LMS columns of docs/LMS.md):
+    one student per example case, whose id is the case's, and two students who handed nothing in;
+    as ``make serve``, ``grade examples/submissions --roster examples/roster.csv`` and ``export``
+    use it."""
     import csv
 
     students = [(case["id"], case["id"]) for case in load_cases()] + ABSENT
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(["student_id", "name", "email", "username", "idnumber", "user_id", "canvas_id",
-                         "sis_user_id", "sis_login_id", "section"])
+        writer.writerow(["student_id", "name", "email", "username", "idnumber", "user_id",
+                         "canvas_id", "sis_user_id", "sis_login_id", "section"])
         for number, (student_id, name) in enumerate(students, start=1):
-            writer.writerow([student_id, name, f"{student_id}@example.edu", student_id, f"S{number:04d}",
-                             700 + number, 1000 + number, f"SIS{number:04d}", student_id, f"Section {'AB'[number % 2 == 0]}"])
+            writer.writerow([student_id, name, f"{student_id}@example.edu", student_id,
+                             f"S{number:04d}",
+                             700 + number, 1000 + number, f"SIS{number:04d}", student_id,
+                             f"Section {'AB'[number % 2 == 0]}"])
     return path

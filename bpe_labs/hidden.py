@@ -15,23 +15,27 @@ import time
 
 # What the engine gives hidden tests (autograder/course_interface.py): the same helpers work on a
 # student's function in the grader and on a plain function (nbval, the student's own kernel).
-from autograder.course_interface import (TooSlow, call_each, call_with_time_limit, report_as, timed_call,
-                                         timed_call_within)
+from autograder.course_interface import (TooSlow, call_each, call_with_time_limit, report_as,
+                                         timed_call, timed_call_within)
 
-__all__ = ["call_each", "call_with_time_limit", "timed_call", "timed_call_within", "reported_as", "assert_fast_enough",
+__all__ = ["call_each", "call_with_time_limit", "timed_call", "timed_call_within", "reported_as",
+           "assert_fast_enough",
            "allowed_for_stand_ins", "STAND_IN_ROUND_TRIP", "random_word_counts", "reference_answer",
            "reference_seconds"]
 
 
-# The most one stand-in's round trip (the kernel asks, the grader answers) may take off a timed call:
-# 1 to 7 ms were measured on a 2-core machine at load 1 to 8, 10 to 20 ms at load 25. A throw-away
-# stand-in call buys at most this, minus its own cost; a check counts at most as many as the task allows.
+# The most one stand-in's round trip (the kernel asks, the grader answers) may take off a timed
+# call: 1 to 7 ms were measured on a 2-core machine at load 1 to 8, 10 to 20 ms at load 25. A
+# throw-away stand-in call buys at most this, minus its own cost; a check counts at most as many as
+# the task allows.
+# stand-in call buys at most this, minus its own cost;
+# a check counts at most as many as the task allows.
 STAND_IN_ROUND_TRIP = 0.010
 
 
 def allowed_for_stand_ins(round_trips: list[float], at_most: int) -> float:
-    """What a timed call's stand-in round trips take off its time: each up to ``STAND_IN_ROUND_TRIP``,
-    the first ``at_most`` of them.
+    """What a timed call's stand-in round trips take off its time: each up to
+    ``STAND_IN_ROUND_TRIP``, the first ``at_most`` of them.
 
     >>> allowed_for_stand_ins([0.002, 0.5, 0.003], 2)
     0.012
@@ -50,9 +54,9 @@ def assert_fast_enough(seconds: float, reference_seconds: float, multiple: float
 
 @contextlib.contextmanager
 def reported_as(bridge: str, method: str):
-    """Within the block, an error of the student's code met through the notebook function ``bridge`` (a
-    given function that calls a method of the student's class for the hidden tests, which exchange plain
-    values only) is reported as ``method``'s: "Tokenizer.encode raised KeyError", not
+    """Within the block, an error of the student's code met through the notebook function ``bridge``
+    (a given function that calls a method of the student's class for the hidden tests, which
+    exchange plain values only) is reported as ``method``'s: "Tokenizer.encode raised KeyError", not
     "tokenizer_results raised KeyError". (Outside the grader nothing is renamed.)
 
     >>> from autograder.course_interface import StudentError, mark_student_error, student_error
@@ -74,10 +78,12 @@ def reported_as(bridge: str, method: str):
 _ANSWERS: dict = {}
 
 
-def random_word_counts(seed: int, distinct: int, letters: str, shortest: int, longest: int, largest_count: int) -> dict[str, int]:
-    """``distinct`` random words of ``letters`` (``shortest`` to ``longest`` long), each with a random
-    count from 1 to ``largest_count``; the same dict for the same seed, made once per process (a
-    large hidden case is then not drawn again for every notebook). A copy is returned.
+def random_word_counts(
+    seed: int, distinct: int, letters: str, shortest: int, longest: int, largest_count: int
+) -> dict[str, int]:
+    """``distinct`` random words of ``letters`` (``shortest`` to ``longest`` long), each with a
+    random count from 1 to ``largest_count``; the same dict for the same seed, made once per process
+    (a large hidden case is then not drawn again for every notebook). A copy is returned.
 
     >>> random_word_counts(7, 3, "ab", 1, 2, 9) == random_word_counts(7, 3, "ab", 1, 2, 9)
     True
@@ -88,17 +94,22 @@ def random_word_counts(seed: int, distinct: int, letters: str, shortest: int, lo
 
 
 @functools.lru_cache(maxsize=8)
-def _random_word_counts(seed, distinct, letters, shortest, longest, largest_count) -> dict[str, int]:
+def _random_word_counts(
+    seed, distinct, letters, shortest, longest, largest_count
+) -> dict[str, int]:
     rng = random.Random(seed)
     counts: dict[str, int] = {}
-    while len(counts) < distinct:  # a word drawn again gets a new count, as the hidden tests always did
-        counts["".join(rng.choice(letters) for _ in range(rng.randint(shortest, longest)))] = rng.randint(1, largest_count)
+    # a word drawn again gets a new count, as the hidden tests always did
+    while len(counts) < distinct:
+        counts["".join(rng.choice(letters) for _ in range(rng.randint(shortest, longest)))] = (
+            rng.randint(1, largest_count)
+        )
     return counts
 
 
 def reference_seconds(function, *args, **kwargs) -> float:
-    """How long ``reference_answer(function, *args, **kwargs)`` took to compute, in this process (the
-    reference's time for a timed hidden case, measured in the same grading run)."""
+    """How long ``reference_answer(function, *args, **kwargs)`` took to compute, in this process
+    (the reference's time for a timed hidden case, measured in the same grading run)."""
     reference_answer(function, *args, **kwargs)
     return _SECONDS[_key(function, args, kwargs)]
 
@@ -109,7 +120,8 @@ _SECONDS: dict = {}
 def _key(function, args, kwargs):
     import pickle
 
-    return (getattr(function, "__module__", None), getattr(function, "__qualname__", repr(function)),
+    return (getattr(function, "__module__", None),
+            getattr(function, "__qualname__", repr(function)),
             pickle.dumps((args, sorted(kwargs.items())), protocol=4))
 
 
@@ -118,7 +130,8 @@ def reference_answer(function, *args, **kwargs):
     the reference answer to a large fixed hidden case is then not recomputed for every notebook a
     grading process grades. A copy is returned, so a check that changes it changes nothing else.
 
-    >>> reference_answer(sorted, [3, 1, 2]) == [1, 2, 3] and reference_answer(sorted, [3, 1, 2]) is not reference_answer(sorted, [3, 1, 2])
+    >>> first = reference_answer(sorted, [3, 1, 2])
+    >>> first == [1, 2, 3] and first is not reference_answer(sorted, [3, 1, 2])
     True
     """
     import copy

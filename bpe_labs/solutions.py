@@ -16,9 +16,10 @@ STANDINS = ROOT / "data" / "standins"
 def solution_environment() -> dict[str, str]:
     """What a solution notebook runs with: the course importable (hidden tests import the
     reference; already so once the project is installed) and the stand-in corpora."""
-    path = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH", "")]))
-    return {"PYTHONPATH": path, "BPE_LABS_DATA": os.environ.get("BPE_LABS_DATA", str(STANDINS)), "MPLBACKEND": "Agg",
-            "PYTHONHASHSEED": "0"}
+    path = os.pathsep.join(filter(None,
+                                  [str(PACKAGE_DIR.parent), os.environ.get("PYTHONPATH", "")]))
+    return {"PYTHONPATH": path, "BPE_LABS_DATA": os.environ.get("BPE_LABS_DATA", str(STANDINS)),
+            "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
 
 
 def execute_solutions(lab_ids: list[str] | None = None) -> list[Path]:

@@ -45,7 +45,8 @@ class Case:
     build: Callable[[nbformat.NotebookNode], bytes]  # the correct submission -> the handed-in file
     status: str = "graded"
     lab: str | None = LAB
-    parts: dict[str, float] = field(default_factory=dict)  # expected points per part; empty if not graded
+    # expected points per part; empty if not graded
+    parts: dict[str, float] = field(default_factory=dict)
     integrity: tuple[tuple[str, str], ...] = ()
     file_name: str = ""  # default "<case_id>.ipynb": the student id is the case id
 
@@ -75,7 +76,8 @@ def correct_notebook(lab_id: str = LAB) -> nbformat.NotebookNode:
 
 
 def points(lab_id: str = LAB, *, lose: tuple[str, ...] = ()) -> dict[str, float]:
-    """The lab's points per part, with the parts in ``lose`` at 0: ``points(lose=("tokenize",))``."""
+    """The lab's points per part, with the parts in
+    ``lose`` at 0: ``points(lose=("tokenize",))``."""
     parts = {part.part_id: part.points for part in get_lab(lab_id).parts}
     unknown = set(lose) - set(parts)
     if unknown:
@@ -92,7 +94,8 @@ def index_of(nb, cell_id: str) -> int:
 
 
 def added_after(cell_id: str) -> str:
-    """How the integrity report names a code cell inserted right after ``cell_id`` (1-based position)."""
+    """How the integrity report names a code cell inserted
+    right after ``cell_id`` (1-based position)."""
     return f"cell {index_of(_correct_notebook(LAB), cell_id) + 2}"
 
 
@@ -122,8 +125,10 @@ def new_code(source: str, cell_id: str):
 
 
 def as_markdown(cell):
-    """The cell as an editor saves it after "change cell type to Markdown": same text, same metadata."""
-    return nbformat.v4.new_markdown_cell(cell.source, id=cell.get("id"), metadata=copy.deepcopy(cell.metadata))
+    """The cell as an editor saves it after "change cell
+    type to Markdown": same text, same metadata."""
+    return nbformat.v4.new_markdown_cell(cell.source, id=cell.get("id"),
+                                         metadata=copy.deepcopy(cell.metadata))
 
 
 def dump(nb) -> bytes:
@@ -161,7 +166,9 @@ def colab_download(nb) -> bytes:
         metadata["id"] = "".join(rng.choice(alphabet) for _ in range(12))
         if cell["cell_type"] == "code":
             metadata["colab"] = {"base_uri": "https://localhost:8080/"}
-            metadata["outputId"] = "%08x-%04x-%04x-%04x-%012x" % tuple(rng.getrandbits(b) for b in (32, 16, 16, 16, 48))
+            metadata["outputId"] = "%08x-%04x-%04x-%04x-%012x" % tuple(
+                rng.getrandbits(b) for b in (32, 16, 16, 16, 48)
+            )
             cell["execution_count"] = count
         cell["metadata"] = metadata
     return dump_raw(data)
@@ -262,7 +269,8 @@ def _lying_type(*args):
 
 
 def _real(kinds):
-    """What a check meant by ``type`` before the patch (the kernel itself asks isinstance(x, type))."""
+    """What a check meant by ``type`` before the patch (the kernel itself asks isinstance(x, \
+type))."""
     if kinds is _lying_type:
         return _real_type
     if _real_type(kinds) is tuple:
@@ -314,8 +322,10 @@ def read_from_disk(target: str) -> str:
     """A cell that looks for the course's own files (the path guessed from the public repository,
     then by glob) and takes the answer from there; it falls back to a wrong answer."""
     if target == "reference":
-        patterns = [f"{REPO_ROOT}/bpe_labs/reference/char_bpe.py", "/work/*/bpe_labs/reference/char_bpe.py",
-                    "../**/bpe_labs/reference/char_bpe.py", "../../*/bpe_labs/reference/char_bpe.py"]
+        patterns = [f"{REPO_ROOT}/bpe_labs/reference/char_bpe.py",
+                    "/work/*/bpe_labs/reference/char_bpe.py",
+                    "../**/bpe_labs/reference/char_bpe.py",
+                    "../../*/bpe_labs/reference/char_bpe.py"]
         take = '''\
     _module = {"__name__": "stolen_reference"}
     exec(compile(open(_path, encoding="utf-8").read(), _path, "exec"), _module)
@@ -331,11 +341,14 @@ def read_from_disk(target: str) -> str:
             exec("".join(_cell["source"]), globals())
 '''
         fallback = "    def learn_bpe(dataset, num_merges):\n        return [], [], []\n"
-    return (f"import glob\nimport json\n\n_patterns = {patterns!r}\n"
-            "_found = [path for pattern in _patterns for path in glob.glob(pattern, recursive=True)]\n"
-            "try:\n    _path = _found[0]\n" + take +
-            "    print('read', _path)\nexcept Exception as error:\n"
-            "    print('could not read the course files:', type(error).__name__, error)\n" + fallback)
+    return (
+        f"import glob\nimport json\n\n_patterns = {patterns!r}\n"
+        "_found = [path for pattern in _patterns for path in glob.glob(pattern, recursive=True)]\n"
+        "try:\n    _path = _found[0]\n"
+        + take
+        + "    print('read', _path)\nexcept Exception as error:\n"
+        "    print('could not read the course files:', type(error).__name__, error)\n" + fallback
+    )
 
 
 GRADING_DETECTOR = '''\
@@ -360,34 +373,41 @@ if GRADING:
 def edit_checks(nb):
     """The feedback helpers edited so that the tokenize check always says ✅."""
     return replace_in(nb, "feedback_helpers", "def check_tokenize(tokenize):\n",
-                      "def check_tokenize(tokenize):\n    print('✅ tokenize applies the merges in the order they were learned.')\n    return\n")
+                      "def check_tokenize(tokenize):\n    print('✅ tokenize applies the merges in "
+                      "the order they were learned.')\n    return\n")
 
 
 # Prints or raises with the arguments it was called with: if feedback showed that, a student
 # could read the hidden inputs off it.
-DEBUG_PRINTS = ("    merged = []\n", "    print('merging', pair, 'in', word)  # left from debugging\n    merged = []\n")
-RAISES_WITH_INPUT = ("    tokens = []\n", "    if len(text) > 5 and text not in ('deserting', 'tester', 'desserts'):\n"
-                     "        raise ValueError(f'unexpected input: {text!r} with merges {merges!r}')\n    tokens = []\n")
+DEBUG_PRINTS = ("    merged = []\n",
+                "    print('merging', pair, 'in', word)  # left from debugging\n    merged = []\n")
+RAISES_WITH_INPUT = ("    tokens = []\n",
+                     "    if len(text) > 5 and text not in ('deserting', 'tester', 'desserts'):\n"
+                     "        raise ValueError(f'unexpected input: {text!r} with merges "
+                     "{merges!r}')\n    tokens = []\n")
 
-# merge_pair_in_word remembers what it was called with; learn_bpe, run by the learn check after
-# the merge part's hidden tests, prints it, with a ❌ so that no filter of the check's output drops it.
+# merge_pair_in_word remembers what it was called with; learn_bpe, run by the learn check after the
+# merge part's hidden tests, prints it, with a ❌ so that no filter of the check's output drops it.
 REMEMBERS_INPUTS = ("    merged = []\n", "    SEEN.append((word, pair))\n    merged = []\n")
 PRINTS_REMEMBERED = ("    corpus, vocabulary = bpe_initialize(dataset)\n",
-                     "    for _seen in SEEN[-40:]:\n        print('❌', *_seen)\n    corpus, vocabulary = bpe_initialize(dataset)\n")
+                     "    for _seen in SEEN[-40:]:\n        print('❌', *_seen)\n    corpus, "
+                     "vocabulary = bpe_initialize(dataset)\n")
 
 # The same, encoded so that no exact-string filter finds it: joined with dots, and reversed.
 PRINTS_ENCODED = ("    corpus, vocabulary = bpe_initialize(dataset)\n",
-                  "    for _word, _pair in SEEN[-40:]:\n        print('❌', '.'.join(_word), ''.join(_word)[::-1])\n"
-                  "    corpus, vocabulary = bpe_initialize(dataset)\n")
+                  "    for _word, _pair in SEEN[-40:]:\n        print('❌', '.'.join(_word), "
+                  "''.join(_word)[::-1])\n    corpus, vocabulary = bpe_initialize(dataset)\n")
 # A cell added after the last answer raises with what merge_pair_in_word remembered first (its
 # check's inputs, then its hidden tests'), joined with dots.
 RAISES_REMEMBERED = "raise ValueError(' '.join('.'.join(_w) for _w, _p in SEEN[:40]))\n"
 
 # From a red-team run: an exception's class name is the student's to choose (type() takes any str),
-# so tokenize raises, on inputs it was not shown, a class named after the longest remembered words, in hex.
-RAISES_CLASS_NAMED = ("    tokens = []\n", "    if len(text) > 5 and text not in ('deserting', 'tester', 'desserts'):\n"
-                      "        raise type('L_' + '_'.join(sorted({'.'.join(_w).encode().hex() for _w, _p in SEEN}, key=len)[-40:]), (Exception,), {})()\n"
-                      "    tokens = []\n")
+# so tokenize raises, on inputs it was not shown, a class named after the longest remembered words,
+# in hex.
+RAISES_CLASS_NAMED = ("    tokens = []\n",
+                      "    if len(text) > 5 and text not in ('deserting', 'tester', 'desserts'):\n"
+                      "        raise type('L_' + '_'.join(sorted({'.'.join(_w).encode().hex() for "
+                      "_w, _p in SEEN}, key=len)[-40:]), (Exception,), {})()\n    tokens = []\n")
 
 
 # A later cell redefines an earlier answer's function for its own use (returns a tuple): the
@@ -436,13 +456,22 @@ def tokenize(text, merges):
         chunks.append(bytearray(50 * 1024**2))
 '''
 
-# Behind the boundary the kernel is PID 1 of its own namespace and ignores its own SIGKILL: then it exits.
+# Behind the boundary the kernel is PID 1 of its own namespace and ignores its own SIGKILL: then it
+# exits.
 KILLS_KERNEL = "import os\nimport signal\n\nos.kill(os.getpid(), signal.SIGKILL)\nos._exit(9)\n\n"
 
 # -- noise ---------------------------------------------------------------------------------------
-WARNS = ("    merged = []\n", "    import warnings\n    warnings.warn('merge_pair_in_word: this loop is slow on long words', stacklevel=2)\n    merged = []\n")
-STDERR = ("    counts = Counter()\n", "    import sys\n    print(f'counting pairs in {len(corpus)} words', file=sys.stderr)\n    counts = Counter()\n")
-TEN_THOUSAND_LINES = "\n\nfor line in range(10_000):\n    print(f'debug line {line}: corpus size {len(corpus) if \"corpus\" in globals() else 0}')\n"
+WARNS = ("    merged = []\n",
+         "    import warnings\n"
+         "    warnings.warn('merge_pair_in_word: this loop is slow on long words', stacklevel=2)\n"
+         "    merged = []\n")
+STDERR = ("    counts = Counter()\n",
+          "    import sys\n"
+          "    print(f'counting pairs in {len(corpus)} words', file=sys.stderr)\n"
+          "    counts = Counter()\n")
+TEN_THOUSAND_LINES = ("\n\nfor line in range(10_000):\n"
+                      "    print(f'debug line {line}: corpus size "
+                      "{len(corpus) if \"corpus\" in globals() else 0}')\n")
 
 
 # -- malformed files -----------------------------------------------------------------------------
@@ -462,7 +491,8 @@ def invalid_json(nb) -> bytes:
 
 
 def not_a_notebook(nb) -> bytes:
-    return dump_raw({"student": "someone", "lab": LAB, "answers": {"tokenize": "def tokenize(text, merges): ..."}})
+    return dump_raw({"student": "someone", "lab": LAB,
+                     "answers": {"tokenize": "def tokenize(text, merges): ..."}})
 
 
 def no_lab(nb) -> bytes:
@@ -477,7 +507,8 @@ def other_lab(nb) -> bytes:
 
 
 def utf16(nb) -> bytes:
-    """Re-saved by a Windows tool that writes UTF-16 with a byte-order mark (PowerShell's Out-File)."""
+    """Re-saved by a Windows tool that writes UTF-16 with
+    a byte-order mark (PowerShell's Out-File)."""
     return dump(nb).decode("utf-8").encode("utf-16")
 
 
@@ -488,14 +519,19 @@ def lab_metadata_as_text(nb):
 def null_source_cell(nb) -> bytes:
     """A tool wrote ``"source": null`` for an empty markdown cell the student added."""
     data = json.loads(nbformat.writes(nb))
-    data["cells"].insert(index_of(nb, "md-10") + 1, {"cell_type": "markdown", "id": "empty-note", "metadata": {}, "source": None})
+    data["cells"].insert(index_of(nb, "md-10") + 1,
+                         {"cell_type": "markdown", "id": "empty-note", "metadata": {},
+                          "source": None})
     return dump_raw(data)
 
 
 def _cases() -> list[Case]:
     toy_correct = correct_case()
-    gpt2_expected = {part: float(value) for part, value in correct_case("gpt2_bpe")["expected"].items()}
-    assert sum(points().values()) == sum(toy_correct["expected"].values()), "the toy example YAML and the lab disagree"
+    gpt2_expected = {part: float(value)
+                     for part, value in correct_case("gpt2_bpe")["expected"].items()}
+    assert sum(points().values()) == sum(toy_correct["expected"].values()), (
+        "the toy example YAML and the lab disagree"
+    )
     full = points()
     lose_tokenize = points(lose=("tokenize",))
 
@@ -507,11 +543,15 @@ def _cases() -> list[Case]:
         nb.cells[a], nb.cells[b] = nb.cells[b], nb.cells[a]
 
     def added_helper(nb):
-        insert_after(nb, "md-06", nbformat.v4.new_markdown_cell("My notes: a helper keeps the merge loop short.", id="my-notes"))
+        insert_after(nb, "md-06",
+                     nbformat.v4.new_markdown_cell("My notes: a helper keeps the merge loop short.",
+                                                   id="my-notes"))
         insert_after(nb, "my-notes", new_code(
-            "def pair_starts_at(word, i, pair):\n    \"\"\"True if word[i], word[i + 1] is the pair.\"\"\"\n"
-            "    return i + 1 < len(word) and (word[i], word[i + 1]) == tuple(pair)\n", "my-helper"))
-        replace_in(nb, "merge_solution", "if i + 1 < len(word) and word[i] == pair[0] and word[i + 1] == pair[1]:",
+            "def pair_starts_at(word, i, pair):\n    \"\"\"True if word[i], word[i + 1] is the "
+            "pair.\"\"\"\n    return i + 1 < len(word) and (word[i], word[i + 1]) == tuple(pair)\n",
+            "my-helper"))
+        replace_in(nb, "merge_solution",
+                   "if i + 1 < len(word) and word[i] == pair[0] and word[i + 1] == pair[1]:",
                    "if pair_starts_at(word, i, pair):")
 
     def delete(cell_id):
@@ -541,7 +581,11 @@ def _cases() -> list[Case]:
 
     def counter_subclass(nb):
         cell = cell_of(nb, "pair_frequencies_solution")
-        cell.source = FRIENDLY_COUNTER + "\n\n" + cell.source.replace("return counts", "return FriendlyCounter(counts)")
+        cell.source = (
+            FRIENDLY_COUNTER
+            + "\n\n"
+            + cell.source.replace("return counts", "return FriendlyCounter(counts)")
+        )
 
     def test_cell_to_pass(nb):
         with_wrong_tokenize(nb)
@@ -571,8 +615,11 @@ def _cases() -> list[Case]:
 
     def fake_success(nb):
         with_wrong_tokenize(nb)
-        replace_in(nb, "tokenize_solution", "    tokens = []\n",
-                   "    print('✅ tokenize applies the merges in the order they were learned.')\n    tokens = []\n")
+        replace_in(
+            nb, "tokenize_solution", "    tokens = []\n",
+            "    print('✅ tokenize applies the merges in the order they were learned.')\n   "
+            " tokens = []\n",
+        )
         insert_after(nb, "tokenize_demo", new_code(FAKE_SUCCESS, "my-cell"))
 
     def read_reference(nb):
@@ -615,117 +662,345 @@ def _cases() -> list[Case]:
 
     return [
         # editors
-        Case("colab-download", "downloaded from Colab: Colab's metadata, ids and execution counts", colab_download,
-             parts=full),
-        Case("vscode-keeps-lab", "saved by VS Code: every cell's metadata dropped, notebook metadata kept",
-             vscode_save(keep_lab_metadata=True, keep_ids=True), parts=full),
-        Case("vscode-drops-lab", "saved by an editor that dropped cell metadata, cell ids and the lab metadata",
-             vscode_save(keep_lab_metadata=False, keep_ids=False), parts=full),
+        Case(
+            "colab-download", "downloaded from Colab: Colab's metadata, ids and execution counts",
+            colab_download, parts=full,
+        ),
+        Case(
+            "vscode-keeps-lab",
+            "saved by VS Code: every cell's metadata dropped, notebook metadata kept",
+            vscode_save(keep_lab_metadata=True, keep_ids=True), parts=full,
+        ),
+        Case(
+            "vscode-drops-lab",
+            "saved by an editor that dropped cell metadata, cell ids and the lab metadata",
+            vscode_save(keep_lab_metadata=False, keep_ids=False), parts=full,
+        ),
         # structure
-        Case("added-helper", "a helper function in a new cell (and a notes cell), used by the merge solution",
-             mangled(added_helper), parts=full, integrity=(("added", f"cell {index_of(_correct_notebook(LAB), 'md-06') + 3}"),)),
-        Case("deleted-given", "the toy corpora cell deleted", mangled(delete("toy_corpora")), parts=full,
-             integrity=(("restored", "toy_corpora"),)),
-        Case("deleted-test", "the merge test cell deleted", mangled(delete("merge")), parts=full,
-             integrity=(("restored", "merge"),)),
-        Case("deleted-answer", "the tokenize answer cell deleted", mangled(delete("tokenize_solution")),
-             parts=lose_tokenize, integrity=(("missing", "tokenize_solution"),)),
-        Case("moved-answers", "the pair-frequency and merge answer cells swapped", mangled(swapped_answers), parts=full,
-             integrity=(("moved", "merge_solution"), ("moved", "pair_frequencies_solution"))),
-        Case("moved-given", "the toy corpora cell moved to the end", mangled(moved_to_end), parts=full,
-             integrity=(("moved", "toy_corpora"),)),
-        Case("answer-as-markdown", "the merge answer cell switched to markdown", mangled(markdown("merge_solution")),
-             parts=full, integrity=(("type_changed", "merge_solution"),)),
-        Case("given-as-markdown", "the toy corpora cell switched to markdown", mangled(markdown("toy_corpora")),
-             parts=full, integrity=(("type_changed", "toy_corpora"),)),
+        Case(
+            "added-helper",
+            "a helper function in a new cell (and a notes cell), used by the merge solution",
+            mangled(added_helper), parts=full,
+            integrity=(("added", f"cell {index_of(_correct_notebook(LAB), 'md-06') + 3}"),),
+        ),
+        Case(
+            "deleted-given", "the toy corpora cell deleted", mangled(delete("toy_corpora")),
+            parts=full, integrity=(("restored", "toy_corpora"),),
+        ),
+        Case(
+            "deleted-test", "the merge test cell deleted", mangled(delete("merge")), parts=full,
+            integrity=(("restored", "merge"),),
+        ),
+        Case(
+            "deleted-answer", "the tokenize answer cell deleted",
+            mangled(delete("tokenize_solution")), parts=lose_tokenize,
+            integrity=(("missing", "tokenize_solution"),),
+        ),
+        Case(
+            "moved-answers", "the pair-frequency and merge answer cells swapped",
+            mangled(swapped_answers),
+            parts=full,
+            integrity=(("moved", "merge_solution"), ("moved", "pair_frequencies_solution")),
+        ),
+        Case(
+            "moved-given",
+            "the toy corpora cell moved to the end",
+            mangled(moved_to_end),
+            parts=full,
+            integrity=(("moved", "toy_corpora"),),
+        ),
+        Case(
+            "answer-as-markdown",
+            "the merge answer cell switched to markdown",
+            mangled(markdown("merge_solution")),
+            parts=full,
+            integrity=(("type_changed", "merge_solution"),),
+        ),
+        Case(
+            "given-as-markdown",
+            "the toy corpora cell switched to markdown",
+            mangled(markdown("toy_corpora")),
+            parts=full,
+            integrity=(("type_changed", "toy_corpora"),),
+        ),
         # cheats
-        Case("cheat-always-equal", "tokenize returns an object whose == always says True",
-             mangled(tokenize_cell(ALWAYS_EQUAL_TOKENIZE)), parts=lose_tokenize),
-        Case("cheat-agreeable-list", "tokenize returns a list subclass whose == always says True",
-             mangled(tokenize_cell(AGREEABLE_LIST_TOKENIZE)), parts=lose_tokenize),
-        Case("cheat-friendly-counter", "right pair counts in a Counter subclass whose == always says True",
-             mangled(counter_subclass), parts=points(lose=("pair_frequencies",))),
-        Case("cheat-lying-builtins", "builtins.isinstance and builtins.type patched to vouch for a fake tokenize result",
-             mangled(builtins_patch), parts=lose_tokenize, integrity=(("added", added_after("tokenize_solution")),)),
-        Case("cheat-silenced-assertions", "AssertionError and unittest's asserts replaced; tokenize wrong",
-             mangled(wrong_tokenize_and_cell(SILENCED_ASSERTIONS)), parts=lose_tokenize,
-             integrity=(("added", added_after("tokenize_solution")),)),
-        Case("cheat-no-tracebacks", "IPython's traceback display replaced by a no-op; tokenize wrong",
-             mangled(wrong_tokenize_and_cell("get_ipython().showtraceback = lambda *args, **kwargs: None\n")),
-             parts=lose_tokenize, integrity=(("added", added_after("tokenize_solution")),)),
-        Case("cheat-sys-exit", "sys.exit() in a cell after the answers; tokenize wrong",
-             mangled(wrong_tokenize_and_cell("import sys\n\nsys.exit(0)\n")), parts=lose_tokenize,
-             integrity=(("added", added_after("tokenize_solution")),)),
-        Case("cheat-os-exit", "os._exit(0) in a cell after the answers; tokenize wrong",
-             mangled(wrong_tokenize_and_cell("import os\n\nos._exit(0)\n")), parts=lose_tokenize,
-             integrity=(("added", added_after("tokenize_solution")),)),
-        Case("cheat-fake-success", "prints fake ✅ and nbgrader success lines; tokenize wrong",
-             mangled(fake_success), parts=lose_tokenize, integrity=(("added", added_after("tokenize_demo")),)),
-        Case("cheat-read-reference", "globs for bpe_labs/reference/char_bpe.py and execs it for tokenize",
-             mangled(read_reference), parts=lose_tokenize),
-        Case("cheat-read-solution", "globs for solutions/toy_bpe.ipynb and execs its learn_bpe",
-             mangled(read_solution), parts=points(lose=("learn",))),
-        Case("cheat-detects-grading", "under NBGRADER_EXECUTION or a grading cwd: no tracebacks, an always-equal answer; tokenize wrong",
-             mangled(grading_detector), parts=lose_tokenize),
-        Case("cheat-test-cell-pass", "the tokenize test cell edited to `pass`; tokenize wrong", mangled(test_cell_to_pass),
-             parts=lose_tokenize, integrity=(("restored", "tokenize"),)),
-        Case("cheat-edited-check", "the feedback helpers edited so the tokenize check always says ✅; tokenize wrong",
-             mangled(lambda nb: edit_checks(with_wrong_tokenize(nb))), parts=lose_tokenize,
-             integrity=(("restored", "feedback_helpers"),)),
-        Case("edited-given", "the setup cell edited (END_OF_WORD changed); the released one is used", mangled(edited_setup),
-             parts=full, integrity=(("restored", "setup"),)),
-        Case("vscode-edited-given", "the setup cell edited, saved by an editor that dropped cell metadata and ids",
-             vscode_edited_setup, parts=full, integrity=(("restored", "setup"),)),
-        Case("shadowed-later", "the tokenize cell redefines merge_pair_in_word (returning a tuple) for its own use",
-             mangled(shadowing), parts=full),
+        Case(
+            "cheat-always-equal",
+            "tokenize returns an object whose == always says True",
+            mangled(tokenize_cell(ALWAYS_EQUAL_TOKENIZE)),
+            parts=lose_tokenize,
+        ),
+        Case(
+            "cheat-agreeable-list",
+            "tokenize returns a list subclass whose == always says True",
+            mangled(tokenize_cell(AGREEABLE_LIST_TOKENIZE)),
+            parts=lose_tokenize,
+        ),
+        Case(
+            "cheat-friendly-counter",
+            "right pair counts in a Counter subclass whose == always says True",
+            mangled(counter_subclass),
+            parts=points(lose=("pair_frequencies",)),
+        ),
+        Case(
+            "cheat-lying-builtins",
+            "builtins.isinstance and builtins.type patched to vouch for a fake tokenize result",
+            mangled(builtins_patch),
+            parts=lose_tokenize,
+            integrity=(("added", added_after("tokenize_solution")),),
+        ),
+        Case(
+            "cheat-silenced-assertions",
+            "AssertionError and unittest's asserts replaced; tokenize wrong",
+            mangled(wrong_tokenize_and_cell(SILENCED_ASSERTIONS)),
+            parts=lose_tokenize,
+            integrity=(("added", added_after("tokenize_solution")),),
+        ),
+        Case(
+            "cheat-no-tracebacks",
+            "IPython's traceback display replaced by a no-op; tokenize wrong",
+            mangled(
+                wrong_tokenize_and_cell(
+                    "get_ipython().showtraceback = lambda *args, **kwargs: None\n"
+                )
+            ),
+            parts=lose_tokenize,
+            integrity=(("added", added_after("tokenize_solution")),),
+        ),
+        Case(
+            "cheat-sys-exit",
+            "sys.exit() in a cell after the answers; tokenize wrong",
+            mangled(wrong_tokenize_and_cell("import sys\n\nsys.exit(0)\n")),
+            parts=lose_tokenize,
+            integrity=(("added", added_after("tokenize_solution")),),
+        ),
+        Case(
+            "cheat-os-exit",
+            "os._exit(0) in a cell after the answers; tokenize wrong",
+            mangled(wrong_tokenize_and_cell("import os\n\nos._exit(0)\n")),
+            parts=lose_tokenize,
+            integrity=(("added", added_after("tokenize_solution")),),
+        ),
+        Case(
+            "cheat-fake-success",
+            "prints fake ✅ and nbgrader success lines; tokenize wrong",
+            mangled(fake_success),
+            parts=lose_tokenize,
+            integrity=(("added", added_after("tokenize_demo")),),
+        ),
+        Case(
+            "cheat-read-reference",
+            "globs for bpe_labs/reference/char_bpe.py and execs it for tokenize",
+            mangled(read_reference),
+            parts=lose_tokenize,
+        ),
+        Case(
+            "cheat-read-solution",
+            "globs for solutions/toy_bpe.ipynb and execs its learn_bpe",
+            mangled(read_solution),
+            parts=points(lose=("learn",)),
+        ),
+        Case(
+            "cheat-detects-grading",
+            "under NBGRADER_EXECUTION or a grading cwd: no tracebacks, an always-equal answer; "
+            "tokenize wrong",
+            mangled(grading_detector),
+            parts=lose_tokenize,
+        ),
+        Case(
+            "cheat-test-cell-pass",
+            "the tokenize test cell edited to `pass`; tokenize wrong",
+            mangled(test_cell_to_pass),
+            parts=lose_tokenize,
+            integrity=(("restored", "tokenize"),),
+        ),
+        Case(
+            "cheat-edited-check",
+            "the feedback helpers edited so the tokenize check always says ✅; tokenize wrong",
+            mangled(lambda nb: edit_checks(with_wrong_tokenize(nb))),
+            parts=lose_tokenize,
+            integrity=(("restored", "feedback_helpers"),),
+        ),
+        Case(
+            "edited-given",
+            "the setup cell edited (END_OF_WORD changed); the released one is used",
+            mangled(edited_setup),
+            parts=full,
+            integrity=(("restored", "setup"),),
+        ),
+        Case(
+            "vscode-edited-given",
+            "the setup cell edited, saved by an editor that dropped cell metadata and ids",
+            vscode_edited_setup,
+            parts=full,
+            integrity=(("restored", "setup"),),
+        ),
+        Case(
+            "shadowed-later",
+            "the tokenize cell redefines merge_pair_in_word (returning a tuple) for its own use",
+            mangled(shadowing),
+            parts=full,
+        ),
         # leaks
-        Case("leak-debug-prints", "merge_pair_in_word prints its arguments on every call", mangled(
-            lambda nb: replace_in(nb, "merge_solution", *DEBUG_PRINTS)), parts=full),
-        Case("leak-exception-message", "tokenize raises with its arguments in the message on inputs it was not shown",
-             mangled(lambda nb: replace_in(nb, "tokenize_solution", *RAISES_WITH_INPUT)), parts=lose_tokenize),
-        Case("leak-exception-class-name", "tokenize raises, on inputs it was not shown, a class named after remembered inputs",
-             mangled(raises_class_named), parts=lose_tokenize),
-        Case("leak-via-visible-check", "merge_pair_in_word remembers its inputs; learn_bpe prints them during the learn check",
-             mangled(remembers_inputs), parts=full),
-        Case("leak-encoded-print", "as leak-via-visible-check, printed joined with dots and reversed",
-             mangled(prints_encoded), parts=full),
-        Case("leak-added-cell-error", "a cell added after tokenize raises with the remembered inputs, dotted",
-             mangled(raises_remembered_at_end), parts=full, integrity=(("added", added_after("tokenize_solution")),)),
+        Case(
+            "leak-debug-prints",
+            "merge_pair_in_word prints its arguments on every call",
+            mangled(lambda nb: replace_in(nb, "merge_solution", *DEBUG_PRINTS)),
+            parts=full,
+        ),
+        Case(
+            "leak-exception-message",
+            "tokenize raises with its arguments in the message on inputs it was not shown",
+            mangled(lambda nb: replace_in(nb, "tokenize_solution", *RAISES_WITH_INPUT)),
+            parts=lose_tokenize,
+        ),
+        Case(
+            "leak-exception-class-name",
+            "tokenize raises, on inputs it was not shown, a class named after remembered inputs",
+            mangled(raises_class_named),
+            parts=lose_tokenize,
+        ),
+        Case(
+            "leak-via-visible-check",
+            "merge_pair_in_word remembers its inputs; learn_bpe prints them during the learn check",
+            mangled(remembers_inputs),
+            parts=full,
+        ),
+        Case(
+            "leak-encoded-print",
+            "as leak-via-visible-check, printed joined with dots and reversed",
+            mangled(prints_encoded),
+            parts=full,
+        ),
+        Case(
+            "leak-added-cell-error",
+            "a cell added after tokenize raises with the remembered inputs, dotted",
+            mangled(raises_remembered_at_end),
+            parts=full,
+            integrity=(("added", added_after("tokenize_solution")),),
+        ),
         # limits
-        Case("limit-loop-in-function", "tokenize never ends: only tokenize loses", mangled(loop_in_function), parts=lose_tokenize),
-        Case("limit-loop-at-top", "an endless loop at the top of the learn answer cell, before the def", mangled(loop_at_top),
-             parts=points(lose=("learn",))),
-        Case("limit-huge-bytearray", "x = bytearray(10**11) in a cell of its own", mangled(
-            lambda nb: insert_after(nb, "learn_solution", new_code("x = bytearray(10**11)\n", "my-cell"))),
-             parts=full, integrity=(("added", added_after("learn_solution")),)),
-        Case("limit-growing-list", "tokenize fills memory until the cap stops it", mangled(tokenize_cell(TOKENIZE_EATS_MEMORY)),
-             parts=lose_tokenize),
-        Case("limit-kill-kernel", "os.kill(os.getpid(), 9), else os._exit(9), at the top of the tokenize answer cell", mangled(kill_in_answer),
-             parts=lose_tokenize),
+        Case(
+            "limit-loop-in-function",
+            "tokenize never ends: only tokenize loses",
+            mangled(loop_in_function),
+            parts=lose_tokenize,
+        ),
+        Case(
+            "limit-loop-at-top",
+            "an endless loop at the top of the learn answer cell, before the def",
+            mangled(loop_at_top),
+            parts=points(lose=("learn",)),
+        ),
+        Case(
+            "limit-huge-bytearray",
+            "x = bytearray(10**11) in a cell of its own",
+            mangled(
+                lambda nb: insert_after(
+                    nb, "learn_solution", new_code("x = bytearray(10**11)\n", "my-cell")
+                )
+            ),
+            parts=full,
+            integrity=(("added", added_after("learn_solution")),),
+        ),
+        Case(
+            "limit-growing-list",
+            "tokenize fills memory until the cap stops it",
+            mangled(tokenize_cell(TOKENIZE_EATS_MEMORY)),
+            parts=lose_tokenize,
+        ),
+        Case(
+            "limit-kill-kernel",
+            "os.kill(os.getpid(), 9), else os._exit(9), at the top of the tokenize answer cell",
+            mangled(kill_in_answer),
+            parts=lose_tokenize,
+        ),
         # noise
-        Case("noise-warnings", "merge_pair_in_word calls warnings.warn", mangled(lambda nb: replace_in(nb, "merge_solution", *WARNS)),
-             parts=full),
-        Case("noise-stderr", "get_pair_frequencies prints to stderr on every call",
-             mangled(lambda nb: replace_in(nb, "pair_frequencies_solution", *STDERR)), parts=full),
-        Case("noise-10k-lines", "the initialize answer cell prints 10,000 lines", mangled(ten_thousand_lines), parts=full),
+        Case(
+            "noise-warnings",
+            "merge_pair_in_word calls warnings.warn",
+            mangled(lambda nb: replace_in(nb, "merge_solution", *WARNS)),
+            parts=full,
+        ),
+        Case(
+            "noise-stderr",
+            "get_pair_frequencies prints to stderr on every call",
+            mangled(lambda nb: replace_in(nb, "pair_frequencies_solution", *STDERR)),
+            parts=full,
+        ),
+        Case(
+            "noise-10k-lines",
+            "the initialize answer cell prints 10,000 lines",
+            mangled(ten_thousand_lines),
+            parts=full,
+        ),
         # malformed files
-        Case("bad-invalid-json", "a merge-conflict marker left in the JSON", invalid_json, status="invalid_json", lab=None),
+        Case(
+            "bad-invalid-json",
+            "a merge-conflict marker left in the JSON",
+            invalid_json,
+            status="invalid_json",
+            lab=None,
+        ),
         Case("bad-empty", "an empty file", lambda nb: b"", status="empty_file", lab=None),
-        Case("bad-truncated", "the first half of the file (an interrupted download)", truncated, status="invalid_json", lab=None),
-        Case("bad-not-a-notebook", "JSON, but not a notebook", not_a_notebook, status="not_a_notebook", lab=None),
+        Case(
+            "bad-truncated",
+            "the first half of the file (an interrupted download)",
+            truncated,
+            status="invalid_json",
+            lab=None,
+        ),
+        Case(
+            "bad-not-a-notebook",
+            "JSON, but not a notebook",
+            not_a_notebook,
+            status="not_a_notebook",
+            lab=None,
+        ),
         Case("bad-no-lab", "a notebook of no lab", no_lab, status="unknown_lab", lab=None),
-        Case("nbformat-3", "the correct submission saved as nbformat 3", nbformat_3, parts=full,
-             integrity=(("converted", "-"),)),
+        Case(
+            "nbformat-3",
+            "the correct submission saved as nbformat 3",
+            nbformat_3,
+            parts=full,
+            integrity=(("converted", "-"),),
+        ),
         Case("windows-utf16", "the correct submission re-saved as UTF-16", utf16, parts=full),
-        Case("lab-metadata-text", "the bpe_labs notebook metadata is a string, not a mapping", mangled(lab_metadata_as_text),
-             parts=full),
-        Case("null-source", "an added markdown cell with \"source\": null", null_source_cell, parts=full),
-        Case("dup-first", "the first of two files of one student: not graded", lambda nb: dump(nb),
-             status="duplicate", parts={}, file_name="dup_1234_5678_toy_bpe.ipynb"),
-        Case("dup-second", "the second of two files of one student (tokenize wrong): graded",
-             mangled(with_wrong_tokenize), parts=lose_tokenize, file_name="dup_LATE_1234_5678_toy_bpe-1.ipynb"),
-        Case("other-lab", "the GPT-2 lab's correct notebook handed in under the toy lab's file name", other_lab,
-             lab="gpt2_bpe", parts=gpt2_expected, file_name="otherlab_toy_bpe.ipynb"),
+        Case(
+            "lab-metadata-text",
+            "the bpe_labs notebook metadata is a string, not a mapping",
+            mangled(lab_metadata_as_text),
+            parts=full,
+        ),
+        Case(
+            "null-source",
+            'an added markdown cell with "source": null',
+            null_source_cell,
+            parts=full,
+        ),
+        Case(
+            "dup-first",
+            "the first of two files of one student: not graded",
+            lambda nb: dump(nb),
+            status="duplicate",
+            parts={},
+            file_name="dup_1234_5678_toy_bpe.ipynb",
+        ),
+        Case(
+            "dup-second",
+            "the second of two files of one student (tokenize wrong): graded",
+            mangled(with_wrong_tokenize),
+            parts=lose_tokenize,
+            file_name="dup_LATE_1234_5678_toy_bpe-1.ipynb",
+        ),
+        Case(
+            "other-lab",
+            "the GPT-2 lab's correct notebook handed in under the toy lab's file name",
+            other_lab,
+            lab="gpt2_bpe",
+            parts=gpt2_expected,
+            file_name="otherlab_toy_bpe.ipynb",
+        ),
     ]
 
 
@@ -747,15 +1022,17 @@ def write_cases(folder: Path, cases: list[Case] = CASES) -> dict[str, Path]:
 
 
 class CallLog:
-    """Names appended to a file, read back as a list: what a stand-in of ``grade_file`` records in a
-    grading process (every grader runs its files in one, a fork of the test's process), seen here."""
+    """Names appended to a file, read back as a list: what a stand-in of ``grade_file`` records
+    in a grading process (every grader runs its files in one, a fork of the test's process), seen
+    here."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.write_text("")
 
     def append(self, name: str) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:  # one short line per write: appends do not mix
+        # one short line per write: appends do not mix
+        with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(name + "\n")
 
     def _names(self) -> list[str]:

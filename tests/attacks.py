@@ -32,11 +32,14 @@ from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import nbgrader_meta
 
 LAB = "toy_bpe"
-ANSWER_CELLS = ("initialize_solution", "pair_frequencies_solution", "merge_solution", "learn_solution", "tokenize_solution")
-STUDENT_FUNCTIONS = ("bpe_initialize", "get_pair_frequencies", "merge_pair_in_word", "learn_bpe", "tokenize")
+ANSWER_CELLS = ("initialize_solution", "pair_frequencies_solution", "merge_solution",
+                "learn_solution", "tokenize_solution")
+STUDENT_FUNCTIONS = ("bpe_initialize", "get_pair_frequencies", "merge_pair_in_word", "learn_bpe",
+                     "tokenize")
 REPORT_TAG = "ATTACK-REPORT "
 # Outcome words that mean "this way in worked".
-HOLE_WORDS = ("READ", "WROTE", "SENT", "CONNECTED", "HIJACKED", "REACHABLE", "NO-LIMIT", "OVER-LIMIT", "RW-OPEN", "NEW-NAMESPACE")
+HOLE_WORDS = ("READ", "WROTE", "SENT", "CONNECTED", "HIJACKED", "REACHABLE", "NO-LIMIT",
+              "OVER-LIMIT", "RW-OPEN", "NEW-NAMESPACE")
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,8 @@ class Targets:
     sentinel_pid: int  # a process outside the kernel: signals must not reach it
     grader_pid: int  # the grading process (the test's own)
     token: str  # unique marker (<= 15 characters) for every process and file an attack makes
-    reference_copy: str  # the text of bpe_labs/reference/char_bpe.py, to rename over it unchanged but marked
+    # the text of bpe_labs/reference/char_bpe.py, to rename over it unchanged but marked
+    reference_copy: str
 
     @property
     def marker_line(self) -> str:
@@ -69,7 +73,8 @@ class Attack:
     kind: str  # steal | write | network | process | signal | limit | hijack
     description: str
     cells: Callable[[Targets], dict[str, str]]  # answer cell id -> its source
-    dangerous: bool = False  # harms the machine or kills the grader if the boundary fails: needs Landlock
+    # harms the machine or kills the grader if the boundary fails: needs Landlock
+    dangerous: bool = False
 
     @property
     def file(self) -> str:
@@ -144,7 +149,8 @@ def _c_strings(items):
 def _libc_spawn(argv, env, stdout_fd=-1, new_session=False):
     """fork + execve through libc alone: the child runs no Python (no audit hook, no lock taken
     by another thread at the fork). Returns the child's pid."""
-    path, args, envp = os.fsencode(argv[0]), _c_strings(argv), _c_strings([f"{k}={v}" for k, v in env.items()])
+    path, args, envp = os.fsencode(argv[0]), _c_strings(argv), _c_strings([f"{k}={v}" for k, \
+v in env.items()])
     pid = _fork()
     if pid == 0:
         if stdout_fd >= 0:
@@ -217,7 +223,8 @@ def steal_libc(t: Targets) -> dict[str, str]:
     reference = t.repo / "bpe_labs" / "reference" / "char_bpe.py"
     return every_answer(f'''
 _stolen = _try("libc-open", lambda: _libc_read({str(solution)!r}))
-_stolen = _stolen or _try("libc-syscall-openat", lambda: _libc_read_fd(_libc_call("syscall", 257, -100, os.fsencode({str(solution)!r}), 0)))
+_stolen = _stolen or _try("libc-syscall-openat", lambda: _libc_read_fd(_libc_call("syscall", 257, \
+-100, os.fsencode({str(solution)!r}), 0)))
 _try("libc-open-reference", lambda: _libc_read({str(reference)!r}))
 if _stolen:
     _use_stolen(_stolen)
@@ -242,7 +249,8 @@ def _reopen_o_path():
     return _libc_read(f"/proc/self/fd/{{handle}}")
 
 
-_stolen = _try("os.open-dir_fd", _dir_fd) or _try("os.open-O_PATH-root", _path_fd) or _try("reopen-O_PATH", _reopen_o_path)
+_stolen = _try("os.open-dir_fd", _dir_fd) or _try("os.open-O_PATH-root", \
+_path_fd) or _try("reopen-O_PATH", _reopen_o_path)
 if _stolen:
     _use_stolen(_stolen)
 ''')
@@ -268,7 +276,8 @@ def _symlink():
         return stolen.read()
 
 
-_stolen = _try("os.link", _hard_link) or _try("libc-link", _libc_hard_link) or _try("symlink", _symlink)
+_stolen = _try("os.link", _hard_link) or _try("libc-link", _libc_hard_link) or _try("symlink", \
+_symlink)
 if _stolen:
     _use_stolen(_stolen)
 ''')
@@ -313,7 +322,8 @@ def _through_proc():
     pids = [os.getppid(), {t.grader_pid}, 1] + [int(p) for p in os.listdir("/proc") if p.isdigit()]
     tried = 0
     for pid in pids:
-        for path in (f"/proc/{{pid}}/cwd/{relative}", f"/proc/{{pid}}/root{str(t.repo)}/{relative}"):
+        for path in (f"/proc/{{pid}}/cwd/{relative}", \
+f"/proc/{{pid}}/root{str(t.repo)}/{relative}"):
             tried += 1
             try:
                 return _libc_read(path)
@@ -352,7 +362,8 @@ def _inherited():
             if b"BEGIN " + b"SOLUTION" in data:
                 return data
         elif stat.S_ISDIR(mode):
-            for relative in ("solutions/{LAB}.ipynb", "../solutions/{LAB}.ipynb", {str(t.repo / "solutions" / f"{LAB}.ipynb")!r}):
+            for relative in ("solutions/{LAB}.ipynb", "../solutions/{LAB}.ipynb", \
+{str(t.repo / "solutions" / f"{LAB}.ipynb")!r}):
                 try:
                     return _libc_read_fd(os.open(relative, os.O_RDONLY, dir_fd=fd))
                 except OSError:
@@ -442,14 +453,16 @@ for _folder in ({str(t.submissions)!r}, {str(t.out)!r}, {str(t.canary)!r}):
     _try("chmod-" + os.path.basename(_folder), _chmod(_folder + "/victim-py.txt"))
     _try("truncate-" + os.path.basename(_folder), _truncate(_folder + "/victim-py.txt"))
     _try("mkdir-" + os.path.basename(_folder), _mkdir(_folder + "/evil-py-{t.token}"))
-    _try("rename-" + os.path.basename(_folder), _rename(_folder + "/victim-py-2.txt", _folder + "/renamed-py-{t.token}.txt"))
+    _try("rename-" + os.path.basename(_folder), _rename(_folder + "/victim-py-2.txt", \
+_folder + "/renamed-py-{t.token}.txt"))
 
 # The grader's own files for this kernel: the launcher and connection file named on the command
 # line. Opened for writing (nothing written): if that works, a restarted kernel could be swapped.
 with open("/proc/self/cmdline", "rb") as handle:
     _argv = [part.decode() for part in handle.read().split(b"\\0") if part]
 for _index, _part in enumerate(_argv):
-    if _part.startswith("/") and os.path.isfile(_part) and not _part.startswith(sys.prefix) and not _part.startswith(sys.base_prefix):
+    if _part.startswith("/") and os.path.isfile(_part) and not _part.startswith(sys.prefix) and \
+not _part.startswith(sys.base_prefix):
         _try(f"open-rw-argv{{_index}}", lambda: (open(_part, "r+b").close(), "RW-OPEN")[1])
 ''')}
 
@@ -467,7 +480,8 @@ for _fd in range(3, 1024):
         continue
     if stat.S_ISREG(_mode) and not _target.startswith(os.getcwd()):
         _found += 1
-        _try(f"inherited-fd-{{_fd}}", lambda: (os.write(_fd, {t.marker_line.encode()!r}), "WROTE " + _target)[1])
+        _try(f"inherited-fd-{{_fd}}", lambda: (os.write(_fd, {t.marker_line.encode()!r}), \
+"WROTE " + _target)[1])
 _note("files-open-outside", _found)
 ''')}
 
@@ -504,10 +518,13 @@ _try("libc-rename-over-reference", _rename_over)
 for _folder in ({str(t.submissions)!r}, {str(t.out)!r}, {str(t.canary)!r}):
     _base, _short = os.fsencode(_folder), os.path.basename(_folder)
     _try("libc-chmod-" + _short, _libc_op("chmod", _base + b"/victim-libc.txt", 0o606))
-    _try("libc-truncate-" + _short, _libc_op("truncate", _base + b"/victim-libc.txt", ctypes.c_long(0)))
+    _try("libc-truncate-" + _short, _libc_op("truncate", _base + b"/victim-libc.txt", \
+ctypes.c_long(0)))
     _try("libc-mkdir-" + _short, _libc_op("mkdir", _base + b"/evil-libc-{t.token}", 0o777))
-    _try("libc-rename-" + _short, _libc_op("rename", _base + b"/victim-libc-2.txt", _base + b"/renamed-libc-{t.token}.txt"))
-    _try("libc-symlink-" + _short, _libc_op("symlink", b"/etc/passwd", _base + b"/link-libc-{t.token}"))
+    _try("libc-rename-" + _short, _libc_op("rename", _base + b"/victim-libc-2.txt", \
+_base + b"/renamed-libc-{t.token}.txt"))
+    _try("libc-symlink-" + _short, _libc_op("symlink", b"/etc/passwd", \
+_base + b"/link-libc-{t.token}"))
 ''')}
 
 
@@ -552,9 +569,12 @@ _try("zero-saved-results", _zero_results)
 
 
 # -- the network ----------------------------------------------------------------------------------
-# World-connectable sockets of system services on a usual Linux machine (only connected to, never written).
-SYSTEM_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket", "/run/postgresql/.s.PGSQL.5432",
-                  "/var/run/docker.sock", "/run/docker.sock", "/run/systemd/journal/stdout", "/run/user/0/bus")
+# World-connectable sockets of system services on a usual Linux machine (only connected to, never
+# written).
+SYSTEM_SOCKETS = ("/run/dbus/system_bus_socket", "/var/run/dbus/system_bus_socket",
+                  "/run/postgresql/.s.PGSQL.5432",
+                  "/var/run/docker.sock", "/run/docker.sock", "/run/systemd/journal/stdout",
+                  "/run/user/0/bus")
 
 
 def network_python(t: Targets) -> dict[str, str]:
@@ -611,7 +631,8 @@ for _path in SYSTEM_SOCKETS:
 def network_libc(t: Targets) -> dict[str, str]:
     return {"initialize_solution": cell(f'''
 def _address(port):
-    return struct.pack("=H", socket.AF_INET) + struct.pack(">H", port) + socket.inet_aton("127.0.0.1") + bytes(8)
+    return struct.pack("=H", socket.AF_INET) + struct.pack(">H", \
+port) + socket.inet_aton("127.0.0.1") + bytes(8)
 
 
 def _tcp():
@@ -650,8 +671,8 @@ _try("libc-unix-path", _unix)
 
 
 # -- processes that outlive the kernel ------------------------------------------------------------
-DAEMON = ("import signal, time\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nend = time.time() + 45\n"
-          "while time.time() < end:\n    time.sleep(0.5)\n")
+DAEMON = ("import signal, time\nsignal.signal(signal.SIGHUP, signal.SIG_IGN)\nend = time.time() + "
+          "45\nwhile time.time() < end:\n    time.sleep(0.5)\n")
 
 
 def daemons(t: Targets) -> dict[str, str]:
@@ -665,7 +686,8 @@ _ENV = {{"PATH": "/usr/bin:/bin", "RED_TEAM_TOKEN": "{t.token}"}}
 
 
 def _double_fork():
-    path, args, envp = os.fsencode(_ARGV[0]), _c_strings(_ARGV), _c_strings([f"{{k}}={{v}}" for k, v in _ENV.items()])
+    path, args, envp = os.fsencode(_ARGV[0]), _c_strings(_ARGV), _c_strings([f"{{k}}={{v}}" for k, \
+v in _ENV.items()])
     pid = _fork()
     if pid < 0:
         _libc_error("fork")
@@ -693,20 +715,23 @@ def _fork_exec():
 def _forkpty():
     pid, fd = os.forkpty()
     if pid == 0:
-        _libc.execve(os.fsencode(_ARGV[0]), _c_strings(_ARGV), _c_strings([f"{{k}}={{v}}" for k, v in _ENV.items()]))
+        _libc.execve(os.fsencode(_ARGV[0]), _c_strings(_ARGV), _c_strings([f"{{k}}={{v}}" for k, \
+v in _ENV.items()]))
         _libc._exit(127)
     return f"started {{pid}}"
 
 
 def _system():
-    command = f"RED_TEAM_TOKEN={t.token} setsid {{sys.executable}} -c 'import time; time.sleep(45)' {t.token} >/dev/null 2>&1 &"
+    command = f"RED_TEAM_TOKEN={t.token} setsid {{sys.executable}} -c 'import time; \
+time.sleep(45)' {t.token} >/dev/null 2>&1 &"
     status = _libc.system(command.encode())
     if status != 0:
         raise OSError(errno.EPERM, f"system returned {{status}}")
     return "started"
 
 
-for _name, _way in (("double-fork-setsid", _double_fork), ("fork_exec", _fork_exec), ("forkpty", _forkpty), ("libc-system", _system)):
+for _name, _way in (("double-fork-setsid", _double_fork), ("fork_exec", _fork_exec), ("forkpty", \
+_forkpty), ("libc-system", _system)):
     _try(_name, _way)
 time.sleep(1)  # they start
 _running = 0
@@ -724,7 +749,8 @@ def namespaces(t: Targets) -> dict[str, str]:
     calls (a red-team run got user, PID and network namespaces through clone3 and clone)."""
     del t
     return {"initialize_solution": cell('''
-_FLAGS = {"user": 0x10000000, "pid": 0x20000000, "net": 0x40000000, "mount": 0x00020000, "uts": 0x04000000,
+_FLAGS = {"user": 0x10000000, "pid": 0x20000000, "net": 0x40000000, "mount": 0x00020000, \
+"uts": 0x04000000,
           "ipc": 0x08000000, "cgroup": 0x02000000, "time": 0x80, "user+pid+net": 0x70000000}
 
 
@@ -796,7 +822,8 @@ else:
 
 PIDFD_KILL = '''
     for _name, _pid in (("parent", _PARENT), ("grader", _GRADER)):
-        _try("pidfd-kill-" + _name, lambda: (signal.pidfd_send_signal(os.pidfd_open(_pid), signal.SIGKILL), "sent")[1])
+        _try("pidfd-kill-" + _name, lambda: (signal.pidfd_send_signal(os.pidfd_open(_pid), \
+signal.SIGKILL), "sent")[1])
 '''
 LIBC_KILL = '''
     for _name, _pid in (("parent", _PARENT), ("grader", _GRADER)):
@@ -805,7 +832,8 @@ LIBC_KILL = '''
 SIGSTOP = '''
     for _name, _pid in (("parent", _PARENT), ("grader", _GRADER)):
         _try("libc-stop-" + _name, lambda: (_libc_call("kill", _pid, signal.SIGSTOP), "sent")[1])
-        _try("pidfd-stop-" + _name, lambda: (signal.pidfd_send_signal(os.pidfd_open(_pid), signal.SIGSTOP), "sent")[1])
+        _try("pidfd-stop-" + _name, lambda: (signal.pidfd_send_signal(os.pidfd_open(_pid), \
+signal.SIGSTOP), "sent")[1])
 '''
 KILL_ALL = '''
     _try("libc-kill-minus-1", lambda: (_libc_call("kill", -1, signal.SIGKILL), "sent")[1])
@@ -825,7 +853,8 @@ while started < 2000:
         stopped_by = errno.errorcode.get(error.errno, "?")
         break
     if pid == 0:
-        libc.prctl(15, sys.argv[1].encode(), 0, 0, 0)  # PR_SET_NAME: the token, for the test to find
+        libc.prctl(15, sys.argv[1].encode(), 0, 0, 0)  \
+# PR_SET_NAME: the token, for the test to find
         time.sleep(2)
         os._exit(0)
     started += 1
@@ -847,7 +876,8 @@ if os.geteuid() == 0 or _soft == resource.RLIM_INFINITY or _soft > 4096:
     _note("forks", f"NO-LIMIT not-started (uid {{os.geteuid()}}, nproc {{_soft}})")
 else:
     _read, _write = os.pipe()
-    _libc_spawn([sys.executable, "-S", "-c", {FORK_BOMB!r}, "{t.token}"], {{"PATH": "/usr/bin:/bin"}}, stdout_fd=_write)
+    _libc_spawn([sys.executable, "-S", "-c", {FORK_BOMB!r}, "{t.token}"], \
+{{"PATH": "/usr/bin:/bin"}}, stdout_fd=_write)
     os.close(_write)
     _said, _begun, _ended = b"", time.monotonic(), False
     while time.monotonic() < _begun + 8 and not _said.endswith(b"\\n"):
@@ -859,7 +889,9 @@ else:
             _said += _chunk
     _started, _, _stopped_by = _said.decode().strip().partition(" ")
     if not _started:
-        _note("forks", f"the forking process said nothing ({{'ended' if _ended else 'still silent'}} after {{time.monotonic() - _begun:.1f}} s)")
+        _note("forks", \
+f"the forking process said nothing ({{'ended' if _ended else 'still silent'}} after \
+{{time.monotonic() - _begun:.1f}} s)")
     elif int(_started) >= 2000:
         _note("forks", "NO-LIMIT 2000 started")
     else:
@@ -882,7 +914,8 @@ try:
 except OSError as error:
     _stopped_by = _why(error)
 _mib = _total >> 20
-_note("filled", (f"{_mib}MiB stopped-by {_stopped_by}") if _stopped_by != "time" and _total < 2 << 30 else f"NO-LIMIT {_mib}MiB")
+_note("filled", (f"{_mib}MiB stopped-by {_stopped_by}") if _stopped_by != "time" and _total < 2 << \
+30 else f"NO-LIMIT {_mib}MiB")
 ''')}
 
 
@@ -942,7 +975,8 @@ _limit = 1536 << 20 if _limit == resource.RLIM_INFINITY else _limit
 _each = max(256 << 20, int(_limit * 1.4) // 16)
 _count = min(16, int(_limit * 1.4) // _each + 1, (4 << 30) // _each)
 _read, _write = os.pipe()
-_libc_spawn([sys.executable, "-S", "-c", {HOLDER!r}, str(_each), str(_count)], {{"PATH": "/usr/bin:/bin"}}, stdout_fd=_write)
+_libc_spawn([sys.executable, "-S", "-c", {HOLDER!r}, str(_each), str(_count)], \
+{{"PATH": "/usr/bin:/bin"}}, stdout_fd=_write)
 os.close(_write)
 _said, _deadline = b"", time.monotonic() + 9
 while time.monotonic() < _deadline and not _said.endswith(b"\\n"):
@@ -956,12 +990,14 @@ if not _held:
     _note("memory", "the holding process said nothing")
 else:
     _total = int(_held) * _each
-    _note("memory", f"{{'OVER-LIMIT ' if _total > _limit else ''}}{{_total >> 20}}MiB held at once by {{_held}} of {{_children}} children (limit {{_limit >> 20}}MiB)")
+    _note("memory", f"{{'OVER-LIMIT ' if _total > _limit else ''}}{{_total >> 20}}MiB held at once \
+by {{_held}} of {{_children}} children (limit {{_limit >> 20}}MiB)")
 ''')}
 
 
 # -- another student's kernel ---------------------------------------------------------------------
-HIJACK_CODE = "".join(f"globals()[{name!r}] = lambda *args, **kwargs: None\n" for name in STUDENT_FUNCTIONS)
+HIJACK_CODE = "".join(f"globals()[{name!r}] = lambda *args, **kwargs: None\n"
+                      for name in STUDENT_FUNCTIONS)
 
 
 def hijack(t: Targets) -> dict[str, str]:
@@ -1059,43 +1095,147 @@ threading.Thread(target=_hunt, daemon=True).start()
     wait = "import time\ntime.sleep(2)\nraise NotImplementedError()\n"
     last = ('import time\ntime.sleep(2)\n'
             'outcome = f"HIJACKED {_state[\'hijacked\']}" if _state["hijacked"] else "none"\n'
-            'raise RuntimeError(f"ATTACK-REPORT kernels-found={_state[\'found\']}; hijack={outcome}; errors={sorted(_state[\'errors\'])[:4]}")\n')
-    return {"initialize_solution": first, "merge_solution": wait, "learn_solution": wait, "tokenize_solution": last}
+            'raise RuntimeError(f"ATTACK-REPORT kernels-found={_state[\'found\']}; '
+            'hijack={outcome}; errors={sorted(_state[\'errors\'])[:4]}")\n')
+    return {"initialize_solution": first, "merge_solution": wait, "learn_solution": wait,
+            "tokenize_solution": last}
 
 
 # -- the catalogue ---------------------------------------------------------------------------------
 def attack_list(t: Targets) -> list[Attack]:
     del t  # the catalogue is the same for every target; the argument keeps call sites uniform
     return [
-        Attack("steal-libc", "steal", "libc open/read and the openat syscall of solutions/toy_bpe.ipynb and the reference", steal_libc),
-        Attack("steal-dir-fd", "steal", "os.open with dir_fd, an O_PATH root, and reopening an O_PATH fd via /proc/self/fd", steal_dir_fd),
-        Attack("steal-links", "steal", "hard link (os.link, libc link) and symlink of the solution into its own folder", steal_links),
-        Attack("steal-copy-plain", "steal", "plain open() of a copy of the course outside the checkout", steal_copy_plain),
-        Attack("steal-copy-libc", "steal", "libc open() of a copy of the course outside the checkout", steal_copy_libc),
-        Attack("steal-proc", "steal", "other processes' /proc/<pid>/cwd and /proc/<pid>/root links", steal_proc),
-        Attack("steal-fds", "steal", "file descriptors inherited from the grader", steal_inherited_fds),
-        Attack("write-python", "write", "create, rename over, append, chmod, truncate, mkdir, rename outside its folder (Python)", write_python),
-        Attack("write-fds", "write", "writes into files outside its folder that it inherited open (its log)", write_inherited_fds),
-        Attack("write-libc", "write", "create, rename over, chmod, truncate, mkdir, rename, symlink outside its folder (libc)", write_libc),
-        Attack("x-gradebook", "write", "sqlite3 UPDATE of OUT/gradebook.db, libc O_RDWR open of it, saved results rewritten", write_gradebook),
-        Attack("net-python", "network", "TCP, UDP, pathname and abstract Unix sockets (Python)", network_python),
-        Attack("net-libc", "network", "TCP, UDP (socket by syscall number), pathname Unix socket (libc)", network_libc),
-        Attack("ns-clone", "process", "new namespaces of every kind by clone, clone3 and unshare (raw syscalls), and setns", namespaces),
-        Attack("proc-daemons", "process", "daemons by libc double fork + setsid, _posixsubprocess.fork_exec, os.forkpty, libc system", daemons),
-        Attack("sig-pidfd-kill", "signal", "pidfd_send_signal(pidfd_open(parent or grader), SIGKILL)", signal_attack(PIDFD_KILL), dangerous=True),
-        Attack("sig-libc-kill", "signal", "libc kill(parent or grader, SIGKILL)", signal_attack(LIBC_KILL), dangerous=True),
-        Attack("sig-stop", "signal", "SIGSTOP to the parent and the grader (libc kill, pidfd)", signal_attack(SIGSTOP), dangerous=True),
-        Attack("sig-kill-all", "signal", "kill(-1, SIGKILL) through libc and os.kill", signal_attack(KILL_ALL), dangerous=True),
-        Attack("limit-disk", "limit", "64 MiB files in its own folder until 2 GiB", disk_filler, dangerous=True),
-        Attack("limit-memory", "limit", "children of one kernel hold more memory together than the kernel's limit", memory_in_children,
-               dangerous=True),
-        Attack("a1-hijack", "hijack", "finds other kernels' connection files and zeroes their functions over jupyter_client", hijack),
-        Attack("n1-fork-bomb", "limit", "a bounded fork bomb (2000 children sleeping 2 s)", fork_bomb, dangerous=True),
+        Attack(
+            "steal-libc", "steal",
+            "libc open/read and the openat syscall of solutions/toy_bpe.ipynb and the reference",
+            steal_libc,
+        ),
+        Attack(
+            "steal-dir-fd", "steal",
+            "os.open with dir_fd, an O_PATH root, and reopening an O_PATH fd via /proc/self/fd",
+            steal_dir_fd,
+        ),
+        Attack(
+            "steal-links", "steal",
+            "hard link (os.link, libc link) and symlink of the solution into its own folder",
+            steal_links,
+        ),
+        Attack(
+            "steal-copy-plain", "steal",
+            "plain open() of a copy of the course outside the checkout", steal_copy_plain,
+        ),
+        Attack(
+            "steal-copy-libc", "steal", "libc open() of a copy of the course outside the checkout",
+            steal_copy_libc,
+        ),
+        Attack(
+            "steal-proc", "steal", "other processes' /proc/<pid>/cwd and /proc/<pid>/root links",
+            steal_proc,
+        ),
+        Attack(
+            "steal-fds", "steal", "file descriptors inherited from the grader", steal_inherited_fds
+        ),
+        Attack(
+            "write-python", "write",
+            "create, rename over, append, chmod, truncate, mkdir, rename outside its folder "
+            "(Python)", write_python,
+        ),
+        Attack(
+            "write-fds", "write",
+            "writes into files outside its folder that it inherited open (its log)",
+            write_inherited_fds,
+        ),
+        Attack(
+            "write-libc", "write",
+            "create, rename over, chmod, truncate, mkdir, rename, symlink outside its folder "
+            "(libc)", write_libc,
+        ),
+        Attack(
+            "x-gradebook", "write",
+            "sqlite3 UPDATE of OUT/gradebook.db, libc O_RDWR open of it, saved results rewritten",
+            write_gradebook,
+        ),
+        Attack(
+            "net-python", "network", "TCP, UDP, pathname and abstract Unix sockets (Python)",
+            network_python,
+        ),
+        Attack(
+            "net-libc", "network",
+            "TCP, UDP (socket by syscall number), pathname Unix socket (libc)", network_libc,
+        ),
+        Attack(
+            "ns-clone",
+            "process",
+            "new namespaces of every kind by clone, clone3 and unshare (raw syscalls), and setns",
+            namespaces,
+        ),
+        Attack(
+            "proc-daemons",
+            "process",
+            "daemons by libc double fork + setsid, _posixsubprocess.fork_exec, os.forkpty, libc "
+            "system",
+            daemons,
+        ),
+        Attack(
+            "sig-pidfd-kill",
+            "signal",
+            "pidfd_send_signal(pidfd_open(parent or grader), SIGKILL)",
+            signal_attack(PIDFD_KILL),
+            dangerous=True,
+        ),
+        Attack(
+            "sig-libc-kill",
+            "signal",
+            "libc kill(parent or grader, SIGKILL)",
+            signal_attack(LIBC_KILL),
+            dangerous=True,
+        ),
+        Attack(
+            "sig-stop",
+            "signal",
+            "SIGSTOP to the parent and the grader (libc kill, pidfd)",
+            signal_attack(SIGSTOP),
+            dangerous=True,
+        ),
+        Attack(
+            "sig-kill-all",
+            "signal",
+            "kill(-1, SIGKILL) through libc and os.kill",
+            signal_attack(KILL_ALL),
+            dangerous=True,
+        ),
+        Attack(
+            "limit-disk",
+            "limit",
+            "64 MiB files in its own folder until 2 GiB",
+            disk_filler,
+            dangerous=True,
+        ),
+        Attack(
+            "limit-memory",
+            "limit",
+            "children of one kernel hold more memory together than the kernel's limit",
+            memory_in_children,
+            dangerous=True,
+        ),
+        Attack(
+            "a1-hijack",
+            "hijack",
+            "finds other kernels' connection files and zeroes their functions over jupyter_client",
+            hijack,
+        ),
+        Attack(
+            "n1-fork-bomb",
+            "limit",
+            "a bounded fork bomb (2000 children sleeping 2 s)",
+            fork_bomb,
+            dangerous=True,
+        ),
     ]
 
 
-# Honest submissions, graded in the same batch. Files are graded in name order, two at a time:
-# the hijacker and the classmate first (both start at once), the neighbour right after the fork bomb.
+# Honest submissions, graded in the same batch. Files are graded in name order, two at a time: the
+# hijacker and the classmate first (both start at once), the neighbour right after the fork bomb.
 HONEST = "b-honest"
 CLASSMATE = "a2-classmate"
 NEIGHBOUR = "n2-neighbour"
@@ -1130,7 +1270,9 @@ def tokenize(text, merges):
 
 def stand_in_hog_notebook() -> nbformat.NotebookNode:
     nb = blank_notebook()
-    next(c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "tokenize_solution").source = STAND_IN_HOG
+    next(
+        c for c in nb.cells if nbgrader_meta(c).get("grade_id") == "tokenize_solution"
+    ).source = STAND_IN_HOG
     return nb
 
 
@@ -1159,7 +1301,8 @@ def write_submissions(folder: Path, targets: Targets, attacks: list[Attack]) -> 
 
 
 def report_of(result) -> str:
-    """The ATTACK-REPORT an attack raised, as the result (a GradeResult) carries it ('' if it never got there)."""
+    """The ATTACK-REPORT an attack raised, as the result (a
+    GradeResult) carries it ('' if it never got there)."""
     for entry in result.cells:
         error = entry.error
         if REPORT_TAG in error:
@@ -1175,5 +1318,6 @@ def holes_in(report: str) -> list[str]:
 
 def example_targets() -> Targets:
     here = Path("/nonexistent")
-    return Targets(here, here / "submissions", here / "out", here / "canary", here / "last-term", here / "site-packages",
+    return Targets(here, here / "submissions", here / "out", here / "canary", here / "last-term",
+                   here / "site-packages",
                    1, 2, here / "listener.sock", "listener", 1, 1, "rt0123456789", "")

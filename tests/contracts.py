@@ -27,9 +27,15 @@ from bpe_labs import ROOT
 from bpe_labs.examples import answer_code
 
 CONTRACTS = ROOT / "docs" / "labs"
-SKIPPED_TAGS = {"nbval-ignore-output", "grading-skip"}  # corpus-sized runs and timings: no check needs them
+# corpus-sized runs and timings: no check needs them
+SKIPPED_TAGS = {"nbval-ignore-output", "grading-skip"}
 _CODE = re.compile(r"`([^`]+)`")
 _YAML = re.compile(r"```yaml\n(.*?)```", re.S)
+
+
+def _first_code(cell: str) -> str:
+    """The first `code` span of a table cell, or "" when it has none."""
+    return (_CODE.findall(cell) or [""])[0]
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,8 @@ class Rule:
     example: str  # code of the function's visible check that shows the rule
     hidden: str  # code (or message text) of the hidden test that grades it
     mistake: str  # a mistake id of the page's YAML block, or "example:<case id>"
-    part: str = ""  # the part that grades the rule, when several parts test the function (a second code span)
+    # the part that grades the rule, when several parts test the function (a second code span)
+    part: str = ""
 
 
 def contract_path(lab_id: str) -> Path:
@@ -48,17 +55,20 @@ def contract_path(lab_id: str) -> Path:
 
 
 def read_contract(lab_id: str) -> tuple[list[Rule], dict]:
-    """The rules of the lab's contract table, and its mistakes (id -> {solution cell: replacements})."""
+    """The rules of the lab's contract table, and its
+    mistakes (id -> {solution cell: replacements})."""
     text = contract_path(lab_id).read_text(encoding="utf-8")
     rules = []
     for line in text.splitlines():
-        cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        cells = [cell.strip().replace("\\|", "|")
+                 for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if len(cells) != 6 or not cells[0].isdigit():
             continue
         number, function, rule, example, hidden, mistake = cells
-        code = lambda cell: (_CODE.findall(cell) or [""])[0]
         spans = _CODE.findall(function)
-        rules.append(Rule(number, code(function), rule, code(example), code(hidden), code(mistake), spans[1] if len(spans) > 1 else ""))
+        rules.append(Rule(number, _first_code(function), rule, _first_code(example),
+                          _first_code(hidden), _first_code(mistake),
+                          spans[1] if len(spans) > 1 else ""))
     blocks = _YAML.findall(text)
     mistakes = (yaml.safe_load(blocks[0]) or {}).get("mistakes", {}) if blocks else {}
     return rules, mistakes
@@ -66,18 +76,21 @@ def read_contract(lab_id: str) -> tuple[list[Rule], dict]:
 
 def part_of(lab: Lab, function: str, part_id: str = ""):
     """The part whose hidden tests test ``function`` (the first one, or the one named)."""
-    return next(part for part in lab.parts if function in part.functions and part_id in ("", part.part_id))
+    return next(part for part in lab.parts if function in part.functions
+                and part_id in ("", part.part_id))
 
 
 def check_source(lab: Lab) -> str:
     """The visible checks: the feedback helpers cell of the lab."""
-    return next(cell.source for cell in lab.solution_notebook().cells if nbgrader_meta(cell).get("grade_id") == "feedback_helpers")
+    return next(cell.source for cell in lab.solution_notebook().cells
+                if nbgrader_meta(cell).get("grade_id") == "feedback_helpers")
 
 
 @dataclass
 class Tried:
     printed: str  # what the part's visible check printed
-    hidden_failed: str  # "" when the part's hidden tests passed, else the exception's class and text
+    # "" when the part's hidden tests passed, else the exception's class and text
+    hidden_failed: str
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,10 +99,13 @@ def _compiled(source: str, name: str):
     return compile(TransformerManager().transform_cell(source), f"<cell {name}>", "exec")
 
 
-def try_mistake(lab: Lab, function: str, replacements: dict | None, part_id: str = "", hidden: bool = True) -> Tried:
-    """Run the lab's solution notebook in this process with ``replacements`` (solution cell grade_id ->
-    [{old, new}]) in its answer code, up to the check cell of ``function``'s part: its visible check's
-    output, and whether that part's hidden tests fail (not run without ``hidden``)."""
+def try_mistake(
+    lab: Lab, function: str, replacements: dict | None, part_id: str = "", hidden: bool = True
+) -> Tried:
+    """Run the lab's solution notebook in this process with ``replacements`` (solution cell
+    grade_id -> [{old, new}]) in its answer code, up to the check cell of ``function``'s part:
+    its visible check's output, and whether that part's hidden tests fail (not run without
+    ``hidden``)."""
     part = part_of(lab, function, part_id)
     namespace: dict = {"__name__": "__main__"}
     replacements = replacements or {}
@@ -103,7 +119,9 @@ def try_mistake(lab: Lab, function: str, replacements: dict | None, part_id: str
         if meta.get("solution"):
             source = answer_code(source)
             for change in replacements.get(grade_id, []):
-                assert change["old"] in source, f"{lab.lab_id}: {change['old']!r} is not in {grade_id}"
+                assert change["old"] in source, (
+                    f"{lab.lab_id}: {change['old']!r} is not in {grade_id}"
+                )
                 source = source.replace(change["old"], change["new"])
                 seen.add(grade_id)
         if meta.get("grade"):
@@ -115,11 +133,14 @@ def try_mistake(lab: Lab, function: str, replacements: dict | None, part_id: str
             try:
                 if hidden:
                     with contextlib.redirect_stdout(io.StringIO()):
-                        exec(compile(part.hidden_tests, f"<hidden tests: {part.part_id}>", "exec"), namespace)
+                        exec(compile(part.hidden_tests, f"<hidden tests: {part.part_id}>", "exec"),
+                             namespace)
                 failed = ""
             except Exception as error:  # noqa: BLE001 - any failure of the hidden tests costs the part
                 failed = f"{type(error).__name__}: {error}"
-            assert seen == set(replacements), f"{lab.lab_id}: replacements in cells after the part: {set(replacements) - seen}"
+            assert seen == set(replacements), (
+                f"{lab.lab_id}: replacements in cells after the part: {set(replacements) - seen}"
+            )
             return Tried(printed.getvalue(), failed)
         with contextlib.redirect_stdout(io.StringIO()):
             _exec(source, namespace, cell.id, quiet=not meta.get("solution"))

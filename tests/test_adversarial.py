@@ -30,12 +30,12 @@ from autograder.grading.result import GradeResult
 from autograder.batch.resume import unsigned
 
 # Small limits keep the endless loops, memory blow-ups and kernel deaths cheap.
-SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=90, memory_bytes=int(1.5 * 1024**3)),
-                    part_seconds=20)
+SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=90,
+                                  memory_bytes=int(1.5 * 1024**3)), part_seconds=20)
 
 # Cases whose student code tries to smuggle hidden inputs into its own feedback.
-LEAK_CASES = ("leak-exception-message", "leak-exception-class-name", "leak-via-visible-check", "leak-encoded-print",
-              "leak-added-cell-error")
+LEAK_CASES = ("leak-exception-message", "leak-exception-class-name", "leak-via-visible-check",
+              "leak-encoded-print", "leak-added-cell-error")
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,8 @@ def test_every_file_has_its_own_row_with_its_status(graded):
     assert statuses == {case.file: case.status for case in CASES}
     graded_results = [result for result in results.values() if result.status == "graded"]
     assert len(graded_results) == sum(case.status == "graded" for case in CASES)
-    assert gradebook.total_scores(out / "gradebook.db") == {(r.student_id, r.lab): r.score for r in graded_results}
+    assert gradebook.total_scores(out / "gradebook.db") == {(r.student_id, r.lab): r.score
+                                                            for r in graded_results}
 
 
 def hidden_source_fragments() -> set[str]:
@@ -87,7 +88,8 @@ def hidden_source_fragments() -> set[str]:
 
 
 def encodings(argument_repr: str) -> set[str]:
-    """How the leak cases print a word they remembered: joined with dots, reversed, and dotted in hex."""
+    """How the leak cases print a word they remembered:
+    joined with dots, reversed, and dotted in hex."""
     import ast
 
     value = ast.literal_eval(argument_repr)
@@ -124,31 +126,40 @@ def recorded_inputs() -> tuple[set[str], set[str], str]:
                     namespace[name] = recorder(namespace[name])
         phase[0] = "hidden"
         for part in lab.parts:
-            exec(compile(part.hidden_tests, part.part_id, "exec"), {name: namespace[name] for name in free_names(part.hidden_tests)})
+            exec(compile(part.hidden_tests, part.part_id, "exec"),
+                 {name: namespace[name] for name in free_names(part.hidden_tests)})
     return seen["visible"], seen["hidden"] - seen["visible"], printed.getvalue()
 
 
 @pytest.fixture(scope="module")
 def hidden_inputs() -> set[str]:
     """Hidden inputs long enough to be told apart from ordinary text, and found nowhere a student
-    can see them: not in the notebook (its examples, hints, printed outputs), not in a test's message."""
+    can see them: not in the notebook (its examples, hints, printed outputs), not in a test's
+    message."""
     visible, hidden, printed = recorded_inputs()
-    shown = "\n".join([printed, *(HIDDEN_TESTS.sub("", cell.source) for cell in get_lab(LAB).release_notebook().cells)])
-    shown += "\n" + " ".join(re.findall(r'"([^"]*)"', " ".join(part.hidden_tests for part in get_lab(LAB).parts)))
-    distinct = {text for text in hidden if len(text) >= 12 and text not in shown and text.replace("'", '"') not in shown}
+    shown = "\n".join([printed,
+                       *(HIDDEN_TESTS.sub("", cell.source)
+                         for cell in get_lab(LAB).release_notebook().cells)])
+    shown += "\n" + " ".join(re.findall(r'"([^"]*)"',
+                                        " ".join(part.hidden_tests for part in get_lab(LAB).parts)))
+    distinct = {text for text in hidden if len(text) >= 12 and text not in shown
+                and text.replace("'", '"') not in shown}
     assert len(distinct) > 50, "the hidden tests should have many inputs of their own"
     return distinct
 
 
 def feedback_text(out: Path, result: GradeResult) -> str:
-    return BeautifulSoup(report.feedback_path(out, result).read_text(encoding="utf-8"), "html.parser").get_text()
+    return BeautifulSoup(
+        report.feedback_path(out, result).read_text(encoding="utf-8"), "html.parser"
+    ).get_text()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.case_id for case in CASES])
 def test_feedback_shows_no_hidden_test_source(case, graded):
     out, results = graded
     text = feedback_text(out, results[case.file])
-    for forbidden in ("BEGIN HIDDEN", "END HIDDEN", "Traceback", 'File "', "_rng", "ref.", "bpe_labs.reference", "random.Random"):
+    for forbidden in ("BEGIN HIDDEN", "END HIDDEN", "Traceback", 'File "', "_rng", "ref.",
+                      "bpe_labs.reference", "random.Random"):
         assert forbidden not in text, forbidden
     leaked = [fragment for fragment in hidden_source_fragments() if fragment in text]
     assert not leaked, f"hidden-test source in the feedback: {leaked[:3]}"
@@ -156,11 +167,19 @@ def test_feedback_shows_no_hidden_test_source(case, graded):
 
 @pytest.fixture(scope="module")
 def encoded_inputs() -> tuple[set[str], set[str]]:
-    """The leak cases' encodings (dotted, reversed) of hidden inputs, and of the notebook's own inputs."""
+    """The leak cases' encodings (dotted, reversed) of
+    hidden inputs, and of the notebook's own inputs."""
     visible, hidden, printed = recorded_inputs()
-    shown = "\n".join([printed, *(HIDDEN_TESTS.sub("", cell.source) for cell in get_lab(LAB).release_notebook().cells)])
+    shown = "\n".join([printed,
+                       *(HIDDEN_TESTS.sub("", cell.source)
+                         for cell in get_lab(LAB).release_notebook().cells)])
     mine = {form for value in visible for form in encodings(value)}
-    theirs = {form for value in hidden for form in encodings(value) if len(form) >= 12 and form not in shown} - mine
+    theirs = {
+        form
+        for value in hidden
+        for form in encodings(value)
+        if len(form) >= 12 and form not in shown
+    } - mine
     assert len(theirs) > 20, "the hidden tests should have many inputs of their own"
     return theirs, mine
 
@@ -177,9 +196,14 @@ def test_the_leak_cases_tried_and_their_output_is_shown(graded, encoded_inputs):
     """The hidden-input check above is not vacuous: the leak cases' code did print or raise what it
     remembered, and the student sees it, made only of inputs from the notebook itself."""
     out, results = graded
-    texts = {case_id: feedback_text(out, results[next(c.file for c in CASES if c.case_id == case_id)]) for case_id in LEAK_CASES}
+    texts = {
+        case_id: feedback_text(out, results[next(c.file for c in CASES if c.case_id == case_id)])
+        for case_id in LEAK_CASES
+    }
     assert "❌" in texts["leak-via-visible-check"]
-    assert any(form in texts["leak-encoded-print"] for form in encoded_inputs[1]), "the encoded prints are shown"
+    assert any(form in texts["leak-encoded-print"] for form in encoded_inputs[1]), (
+        "the encoded prints are shown"
+    )
     assert "ValueError" in texts["leak-added-cell-error"], "the added cell's error is shown"
     assert "raised ValueError" in texts["leak-exception-message"]
     assert f"tokenize raised {OWN_EXCEPTION}" in texts["leak-exception-class-name"]
@@ -197,7 +221,8 @@ class Interrupted(BaseException):
 def resume_folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
     write_cases(root / "submissions", [c for c in CASES if c.case_id in RESUME_CASES])
-    uninterrupted = grade_folder(root / "submissions", root / "uninterrupted", SETTINGS, workers=2, progress=False)
+    uninterrupted = grade_folder(root / "submissions", root / "uninterrupted", SETTINGS, workers=2,
+                                 progress=False)
     assert {r.status for r in uninterrupted} == {"graded"}
     return root
 
@@ -213,7 +238,8 @@ def part_scores(db: Path) -> dict:
 
     with Gradebook(db_url_for(db)) as book:
         return {(submission.student_id, grade.name): grade.score for assignment in book.assignments
-                for submission in assignment.submissions for notebook in submission.notebooks for grade in notebook.grades}
+                for submission in assignment.submissions for notebook in submission.notebooks
+                for grade in notebook.grades}
 
 
 def count_calls(monkeypatch, log: Path) -> CallLog:
@@ -229,7 +255,8 @@ def count_calls(monkeypatch, log: Path) -> CallLog:
 
 
 def stop_keeping_after(monkeypatch, kept: int) -> None:
-    """Interrupt the run (as Ctrl-C would) when the result after the ``kept``-th is about to be kept."""
+    """Interrupt the run (as Ctrl-C would) when the result
+    after the ``kept``-th is about to be kept."""
     real = batch._write_atomically
     written = []
 
@@ -244,7 +271,9 @@ def stop_keeping_after(monkeypatch, kept: int) -> None:
 
 def assert_same_as_uninterrupted(root: Path, out: Path) -> None:
     pd.testing.assert_frame_equal(comparable_grades(out), comparable_grades(root / "uninterrupted"))
-    assert gradebook.total_scores(out / "gradebook.db") == gradebook.total_scores(root / "uninterrupted" / "gradebook.db")
+    assert gradebook.total_scores(out / "gradebook.db") == gradebook.total_scores(
+        root / "uninterrupted" / "gradebook.db"
+    )
     assert part_scores(out / "gradebook.db") == part_scores(root / "uninterrupted" / "gradebook.db")
 
 
@@ -259,13 +288,17 @@ def test_an_interrupted_batch_resumes_without_regrading(resume_folder, monkeypat
     saved = sorted((out / "results").glob("*.json"))
     assert len(saved) == 2
     kept = {unsigned(json.loads(path.read_text())).file for path in saved}
-    before = {path.name: (path.stat().st_mtime_ns, unsigned(json.loads(path.read_text())).seconds) for path in saved}
+    before = {path.name: (path.stat().st_mtime_ns, unsigned(json.loads(path.read_text())).seconds)
+              for path in saved}
 
     again = count_calls(monkeypatch, tmp_path / "calls.txt")
     grade_folder(resume_folder / "submissions", out, SETTINGS, workers=0, progress=False)
-    assert sorted(again) == sorted(set(case.file for case in CASES if case.case_id in RESUME_CASES) - {Path(f).name for f in kept}), \
-        "only the files without a result may be graded again"
-    after = {path.name: (path.stat().st_mtime_ns, unsigned(json.loads(path.read_text())).seconds) for path in saved}
+    assert sorted(again) == sorted(
+        set(case.file for case in CASES if case.case_id in RESUME_CASES)
+        - {Path(f).name for f in kept}
+    ), "only the files without a result may be graded again"
+    after = {path.name: (path.stat().st_mtime_ns, unsigned(json.loads(path.read_text())).seconds)
+             for path in saved}
     assert after == before, "the results written before the interruption must be reused as they are"
     assert_same_as_uninterrupted(resume_folder, out)
 
@@ -289,15 +322,21 @@ def test_a_batch_interrupted_while_recording_resumes_complete(resume_folder, mon
 
 
 @pytest.mark.parametrize("case_id", LEAK_CASES)
-def test_with_one_kernel_the_feedback_stops_at_the_first_hidden_input(case_id, tmp_path, hidden_inputs, encoded_inputs):
-    """``--one-kernel``: no feedback kernel, so nothing the notebook printed after a hidden input is shown."""
+def test_with_one_kernel_the_feedback_stops_at_the_first_hidden_input(
+    case_id, tmp_path, hidden_inputs, encoded_inputs
+):
+    """``--one-kernel``: no feedback kernel, so nothing the
+    notebook printed after a hidden input is shown."""
     from dataclasses import replace
 
     case = next(c for c in CASES if c.case_id == case_id)
     write_cases(tmp_path, [case])
-    result = real_grade_file(tmp_path / case.file, case.case_id, replace(SETTINGS, feedback_kernel=False))
+    result = real_grade_file(tmp_path / case.file, case.case_id,
+                             replace(SETTINGS, feedback_kernel=False))
     assert {part_id: part.score for part_id, part in result.parts.items()} == case.parts
     text = BeautifulSoup(report.feedback_html(result), "html.parser").get_text()
     leaked = sorted(value for value in hidden_inputs | encoded_inputs[0] if value in text)
     assert not leaked, f"hidden inputs in the feedback: {leaked[:3]}"
-    assert result.parts["initialize"].visible_check, "the first part's check ran before any hidden input"
+    assert result.parts["initialize"].visible_check, (
+        "the first part's check ran before any hidden input"
+    )

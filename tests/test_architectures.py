@@ -26,7 +26,8 @@ from autograder.kernel import isolation
 from bpe_labs import ROOT as REPO_ROOT
 
 ARCHITECTURES = ["x86_64", "aarch64"]
-HEADERS = {"x86_64": [Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"), Path("/usr/include/asm/unistd_64.h")],
+HEADERS = {"x86_64": [Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"),
+                      Path("/usr/include/asm/unistd_64.h")],
            "aarch64": [Path("/usr/include/asm-generic/unistd.h")]}  # arm64 uses the generic table
 NAMES = isolation.DENIED_SYSCALLS + isolation.USED_SYSCALLS
 
@@ -36,7 +37,8 @@ def header_numbers(machine: str) -> dict[str, int]:
     if header is None:
         pytest.skip(f"no kernel header with {machine}'s system call numbers here (linux-libc-dev)")
     found = {}
-    for name, number in re.findall(r"^#define __NR(?:3264)?_(\w+)\s+(\d+)\s*$", header.read_text(), re.M):
+    for name, number in re.findall(r"^#define __NR(?:3264)?_(\w+)\s+(\d+)\s*$", header.read_text(),
+                                   re.M):
         found.setdefault(name, int(number))
     return found
 
@@ -65,7 +67,10 @@ def libseccomp():
 def test_every_number_and_the_audit_arch_are_libseccomps(machine, libseccomp):
     table = isolation.syscall_table(machine)
     assert libseccomp.seccomp_arch_resolve_name(machine.encode()) == table.audit_arch
-    resolved = {name: libseccomp.seccomp_syscall_resolve_name_arch(table.audit_arch, name.encode()) for name in NAMES}
+    resolved = {
+        name: libseccomp.seccomp_syscall_resolve_name_arch(table.audit_arch, name.encode())
+        for name in NAMES
+    }
     assert resolved == {name: table.numbers[name] for name in NAMES}
 
 
@@ -86,7 +91,9 @@ def run_filter(program: bytes, arch: int, nr: int, args: tuple = ()) -> tuple[st
             accumulator = struct.unpack_from("=I", data, k)[0]
             pc += 1
         elif code in (0x15, 0x35, 0x45):  # jeq, jge, jset
-            taken = {0x15: accumulator == k, 0x35: accumulator >= k, 0x45: bool(accumulator & k)}[code]
+            taken = {0x15: accumulator == k, 0x35: accumulator >= k, 0x45: bool(accumulator & k)}[
+                code
+            ]
             pc += 1 + (jt if taken else jf)
         elif code == 0x06:  # ret k
             if k & SECCOMP_RET_ACTION == isolation.SECCOMP_RET_ALLOW:
@@ -110,30 +117,38 @@ def test_the_filter_of_each_architecture_refuses_what_it_must_and_allows_the_res
     assert run(number["socket"], 10) == ("errno", errno.EAFNOSUPPORT)  # AF_INET6
     assert run(number["socket"], 16) == ("errno", errno.EAFNOSUPPORT)  # AF_NETLINK
     assert run(number["socket"], 1) == ("allow", 0)  # AF_UNIX
-    for flag in (isolation.CLONE_NEWUSER, isolation.CLONE_NEWNET, isolation.CLONE_NEWPID, isolation.CLONE_NEWNS):
+    for flag in (isolation.CLONE_NEWUSER, isolation.CLONE_NEWNET, isolation.CLONE_NEWPID,
+                 isolation.CLONE_NEWNS):
         assert run(number["clone"], flag | 17) == ("errno", errno.EPERM)
     assert run(number["clone"], 17) == ("allow", 0)  # fork()
     assert run(number["clone3"]) == ("errno", errno.ENOSYS)
-    ordinary = {"x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "futex": 202},
-                "aarch64": {"read": 63, "write": 64, "openat": 56, "mmap": 222, "futex": 98}}[machine]
-    assert {name: run(nr) for name, nr in ordinary.items()} == {name: ("allow", 0) for name in ordinary}
+    ordinary = {
+        "x86_64": {"read": 0, "write": 1, "openat": 257, "mmap": 9, "futex": 202},
+        "aarch64": {"read": 63, "write": 64, "openat": 56, "mmap": 222, "futex": 98},
+    }[machine]
+    assert {name: run(nr) for name, nr in ordinary.items()} == {name: ("allow", 0)
+                                                                for name in ordinary}
     other = isolation.syscall_table("aarch64" if machine == "x86_64" else "x86_64").audit_arch
-    assert run(0, arch=other) == ("errno", errno.ENOSYS)  # another ABI: i386 or AArch32 calls, the other table
+    # another ABI: i386 or AArch32 calls, the other table
+    assert run(0, arch=other) == ("errno", errno.ENOSYS)
     assert run(0, arch=0x40000028) == ("errno", errno.ENOSYS)  # AUDIT_ARCH_ARM (32-bit compat)
     if machine == "x86_64":
         assert run(0x40000000 | 41, 2) == ("errno", errno.ENOSYS)  # x32's socket
 
 
-@pytest.mark.skipif(os.uname().machine != "x86_64", reason="checks the interpreter above against this x86-64 kernel")
+@pytest.mark.skipif(os.uname().machine != "x86_64",
+                    reason="checks the interpreter above against this x86-64 kernel")
 def test_the_interpreter_agrees_with_the_real_kernel():
-    """The same filter in the real kernel: what the interpreter says for a few calls is what happens."""
+    """The same filter in the real kernel: what the
+    interpreter says for a few calls is what happens."""
     code = textwrap.dedent("""
         import ctypes, os
         from autograder.kernel import isolation
         isolation.set_no_new_privs()
         isolation.install_seccomp_filter()
         libc = ctypes.CDLL(None, use_errno=True)
-        for nr, args in ((41, (2, 1, 0)), (41, (1, 1, 0)), (101, (0, 0, 0)), (435, (0, 0, 0)), (39, (0, 0, 0))):
+        for nr, args in ((41, (2, 1, 0)), (41, (1, 1, 0)), (101, (0, 0, 0)), (435, (0, 0, 0)), \
+(39, (0, 0, 0))):
             result = libc.syscall(nr, *args)
             print(nr, args[0], "allow" if result >= 0 else ctypes.get_errno())
     """)

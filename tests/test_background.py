@@ -33,7 +33,9 @@ def in_a_fresh_interpreter(body, *args):
     process = multiprocessing.get_context("spawn").Process(target=body, args=args)
     process.start()
     process.join(300)
-    assert process.exitcode == 0, f"{body.__name__} failed in its own interpreter (exit {process.exitcode}; traceback above)"
+    assert process.exitcode == 0, (
+        f"{body.__name__} failed in its own interpreter (exit {process.exitcode}; traceback above)"
+    )
 
 
 
@@ -90,7 +92,8 @@ def _a_background_dropped_unclosed_ends_its_process():
 
 
 def test_no_fork_while_threads_run(tmp_path):
-    """A forked child would inherit locks held by the other threads: the caller works alone instead."""
+    """A forked child would inherit locks held by the
+    other threads: the caller works alone instead."""
     import threading
 
     release = threading.Event()
@@ -112,15 +115,18 @@ def test_no_fork_while_threads_run(tmp_path):
 
 
 def graded_result(lab_id: str, student: str, scores: list[float]) -> GradeResult:
-    parts = {part.part_id: PartScore(part.part_id, score, part.points, "" if score >= part.points else "not yet")
+    parts = {part.part_id: PartScore(part.part_id, score, part.points,
+                                     "" if score >= part.points else "not yet")
              for part, score in zip(get_lab(lab_id).parts, scores)}
-    return GradeResult(student, f"{student}.ipynb", status="graded", lab=lab_id, parts=parts, score=sum(scores),
-                       max_score=get_lab(lab_id).max_score)
+    return GradeResult(student, f"{student}.ipynb", status="graded", lab=lab_id, parts=parts,
+                       score=sum(scores), max_score=get_lab(lab_id).max_score)
 
 
 def test_recorder_writes_what_record_writes(tmp_path):
-    """The same results, recorded through the background process and in this process, give the same gradebook scores."""
-    results = [graded_result("toy_bpe", "ada", [2, 1, 0, 3, 2]), graded_result("toy_bpe", "bob", [0, 0, 0, 0, 1]),
+    """The same results, recorded through the background process
+    and in this process, give the same gradebook scores."""
+    results = [graded_result("toy_bpe", "ada", [2, 1, 0, 3, 2]),
+               graded_result("toy_bpe", "bob", [0, 0, 0, 0, 1]),
                GradeResult("cy", "cy.ipynb", status="empty_file")]
     recorder = gradebook.Recorder(tmp_path / "background.db")
     recorder.prepare(["toy_bpe"])
@@ -133,9 +139,14 @@ def test_recorder_writes_what_record_writes(tmp_path):
     expected = {("ada", "toy_bpe"): 8.0, ("bob", "toy_bpe"): 1.0}
     assert gradebook.total_scores(tmp_path / "background.db") == expected
     assert gradebook.total_scores(tmp_path / "here.db") == expected
-    # the background process imports nbgrader without its package __init__: the registered cells are the same
+    # the background process imports nbgrader without its package __init__: the registered cells are
+    # the same
     cells = registered_cells(tmp_path / "background.db")
-    assert cells == registered_cells(tmp_path / "here.db") and len(cells["grade"]) == 5 and cells["source"]
+    assert (
+        cells == registered_cells(tmp_path / "here.db")
+        and len(cells["grade"]) == 5
+        and cells["source"]
+    )
 
 
 def registered_cells(db_path) -> dict:
@@ -145,7 +156,8 @@ def registered_cells(db_path) -> dict:
         notebook = book.find_notebook("toy_bpe", "toy_bpe")
         return {"grade": sorted((c.name, c.max_score, c.cell_type) for c in notebook.grade_cells),
                 "solution": sorted(c.name for c in notebook.solution_cells),
-                "source": sorted((c.name, c.cell_type, c.locked, c.source, c.checksum) for c in notebook.source_cells)}
+                "source": sorted((c.name, c.cell_type, c.locked, c.source, c.checksum)
+                                 for c in notebook.source_cells)}
 
 
 def test_recorder_carries_on_in_this_process_when_its_process_dies(tmp_path):
@@ -159,7 +171,8 @@ def _recorder_carries_on_in_this_process_when_its_process_dies(tmp_path):
     recorder.helper.process.kill()
     recorder.record(graded_result("toy_bpe", "bob", [1, 0, 0, 0, 0]))
     recorder.close()
-    assert gradebook.total_scores(tmp_path / "gradebook.db") == {("ada", "toy_bpe"): 11.0, ("bob", "toy_bpe"): 1.0}
+    assert gradebook.total_scores(tmp_path / "gradebook.db") == {("ada", "toy_bpe"): 11.0,
+                                                                 ("bob", "toy_bpe"): 1.0}
 
 
 def test_recorder_raises_for_every_result_when_the_gradebook_cannot_be_prepared(tmp_path):
@@ -181,4 +194,6 @@ def test_alembic_head_read_from_the_scripts_is_alembics():
     from nbgrader.dbutil import _temp_alembic_ini
 
     with _temp_alembic_ini("sqlite://") as ini:
-        assert gradebook._alembic_head() == ScriptDirectory.from_config(Config(ini)).get_current_head()
+        assert (
+            gradebook._alembic_head() == ScriptDirectory.from_config(Config(ini)).get_current_head()
+        )

@@ -1,4 +1,5 @@
-"""notebooks/ and examples/submissions/ are exactly what the generators produce from the sources now."""
+"""notebooks/ and examples/submissions/ are exactly
+what the generators produce from the sources now."""
 import json
 
 import nbformat
@@ -9,16 +10,23 @@ from bpe_labs.build import build
 from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import HIDDEN_TESTS, all_labs
 
-MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "bpe_labs.reference")
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS",
+           "bpe_labs.reference")
 
 
 def test_student_notebooks_have_not_drifted(tmp_path):
     for path in build(tmp_path):
         committed = REPO_ROOT / "notebooks" / path.name
-        assert committed.exists(), f"notebooks/{path.name} is missing: run `python -m autograder build`"
-        assert json.loads(committed.read_text()) == json.loads(path.read_text()), \
-            f"notebooks/{path.name} differs from what solutions/ builds: run `python -m autograder build`"
-    assert sorted(p.name for p in (REPO_ROOT / "notebooks").glob("*.ipynb")) == sorted(p.name for p in tmp_path.glob("*.ipynb"))
+        assert committed.exists(), (
+            f"notebooks/{path.name} is missing: run `python -m autograder build`"
+        )
+        assert json.loads(committed.read_text()) == json.loads(path.read_text()), (
+            f"notebooks/{path.name} differs from what solutions/ builds: run `python -m autograder "
+            "build`"
+        )
+    assert sorted(p.name for p in (REPO_ROOT / "notebooks").glob("*.ipynb")) == sorted(
+        p.name for p in tmp_path.glob("*.ipynb")
+    )
 
 
 @pytest.mark.parametrize("lab_id", list(all_labs()))
@@ -33,7 +41,9 @@ def test_student_notebook_has_no_solution_or_hidden_test_text(lab_id):
     for part in lab.parts:
         for line in part.hidden_tests.splitlines():
             if len(line.strip()) > 30 and line.strip() not in visible:
-                assert line.strip() not in code, f"hidden test line leaked into notebooks/{lab_id}.ipynb: {line.strip()}"
+                assert line.strip() not in code, (
+                    f"hidden test line leaked into notebooks/{lab_id}.ipynb: {line.strip()}"
+                )
     assert all(not cell.get("outputs") for cell in student.cells if cell.cell_type == "code")
 
 
@@ -41,7 +51,10 @@ def test_student_notebooks_carry_lab_metadata_and_colab_badge():
     for lab in all_labs().values():
         nb = nbformat.read(lab.student_path, as_version=4)
         assert nb.metadata["bpe_labs"]["lab"] == lab.lab_id
-        assert f"colab.research.google.com/github/bpe-labs/bpe-labs/blob/main/notebooks/{lab.lab_id}.ipynb" in nb.cells[0].source
+        assert (
+            f"colab.research.google.com/github/bpe-labs/bpe-labs/blob/main/notebooks/{lab.lab_id}.ipynb"
+            in nb.cells[0].source
+        )
         nbformat.validate(nb)
 
 
@@ -49,8 +62,12 @@ def test_example_submissions_have_not_drifted():
     for case in load_cases():
         committed = REPO_ROOT / "examples" / "submissions" / f"{case['id']}.ipynb"
         assert committed.exists(), "run `python -m autograder examples`"
-        assert json.loads(committed.read_text()) == json.loads(nbformat.writes(make_submission(case))), \
-            f"{committed.name} differs from what examples/{case['spec']} makes: run `python -m autograder examples`"
+        assert json.loads(committed.read_text()) == json.loads(
+            nbformat.writes(make_submission(case))
+        ), (
+            f"{committed.name} differs from what examples/{case['spec']} makes: run `python -m "
+            "autograder examples`"
+        )
 
 
 def test_the_course_home_is_one_setting_for_badges_and_documents(tmp_path, monkeypatch):
@@ -59,7 +76,13 @@ def test_the_course_home_is_one_setting_for_badges_and_documents(tmp_path, monke
 
     monkeypatch.setenv("BPE_LABS_HOME", "our-school/bpe-course@spring")
     for lab_id in ("toy_bpe", "corpus_prep"):
-        text = "\n".join(cell.source for cell in release_notebook(get_lab(lab_id), tmp_path / "gradebook.db").cells)
-        assert f"colab.research.google.com/github/our-school/bpe-course/blob/spring/notebooks/{lab_id}.ipynb" in text
+        text = "\n".join(
+            cell.source
+            for cell in release_notebook(get_lab(lab_id), tmp_path / "gradebook.db").cells
+        )
+        assert (
+            f"colab.research.google.com/github/our-school/bpe-course/blob/spring/notebooks/{lab_id}.ipynb"
+            in text
+        )
         assert "bpe-labs/bpe-labs" not in text
     assert 'COURSE_HOME = "https://github.com/our-school/bpe-course"' in text

@@ -10,7 +10,8 @@ from bpe_labs import ROOT as REPO_ROOT
 from bpe_labs.examples import load_cases, make_submission
 from autograder.labs import all_labs
 
-CORRECT = {case["lab"]: case for case in load_cases() if case.get("fill") == "solution" and not case.get("replace")}
+CORRECT = {case["lab"]: case for case in load_cases() if case.get("fill") == "solution"
+           and not case.get("replace")}
 
 
 @pytest.mark.parametrize("lab_id", list(all_labs()))
@@ -25,21 +26,29 @@ def test_filled_student_notebook_runs_alone(lab_id, tmp_path, monkeypatch):
     monkeypatch.delenv("PYTHONPATH", raising=False)
     monkeypatch.setenv("BPE_LABS_DATA", str(downloads))
     nb = nbformat.read(folder / f"{lab_id}.ipynb", as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
-    outputs = "".join(o.get("text", "") for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs)
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    ).execute()
+    outputs = "".join(o.get("text", "") for cell in nb.cells if cell.cell_type == "code"
+                      for o in cell.outputs)
     assert "❌" not in outputs
     checks = [cell for cell in nb.cells if cell.metadata.get("nbgrader", {}).get("grade")]
-    assert checks and all("✅" in "".join(o.get("text", "") for o in cell.outputs) for cell in checks)
+    assert checks and all("✅" in "".join(o.get("text", "") for o in cell.outputs)
+                          for cell in checks)
 
 
 def test_corpus_prep_runs_alone_without_any_download(tmp_path, monkeypatch):
-    """Opened alone in Colab, with no data folder and no network, corpus_prep uses the documents it carries."""
+    """Opened alone in Colab, with no data folder and no
+    network, corpus_prep uses the documents it carries."""
     folder = tmp_path / "colab"
     folder.mkdir()
     nb = make_submission(CORRECT["corpus_prep"])
     monkeypatch.delenv("PYTHONPATH", raising=False)
     monkeypatch.setenv("BPE_LABS_DATA", str(tmp_path / "nothing-here"))
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
-    outputs = "".join(o.get("text", "") for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs)
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    ).execute()
+    outputs = "".join(o.get("text", "") for cell in nb.cells if cell.cell_type == "code"
+                      for o in cell.outputs)
     assert "Loaded 10 documents from this notebook's own copy" in outputs
     assert "❌" not in outputs

@@ -2,7 +2,8 @@
 equals the stored output of the first given code cell after the student's answer.
 
 Reference: the solution notebooks as executed by ``python -m autograder execute-solutions`` (and
-re-checked by nbval). Cells whose output depends on the corpus (``nbval-ignore-output``) are skipped.
+re-checked by nbval). Cells whose output depends on the corpus (``nbval-ignore-output``) are
+skipped.
 """
 import re
 

@@ -1,5 +1,5 @@
-"""One bug costs one part: a notebook right everywhere except one answer, left as the release's stub,
-loses exactly the points of the parts that test that answer, in every lab.
+"""One bug costs one part: a notebook right everywhere except one answer, left as the release's
+stub, loses exactly the points of the parts that test that answer, in every lab.
 
 Reference: the points of each part in the solution notebook. Every answer (the functions one part
 tests) of every lab is blanked in turn; all the notebooks are graded in one batch.
@@ -22,7 +22,8 @@ def answers(lab):
 def blanked(lab, functions) -> nbformat.NotebookNode:
     """The correct notebook with the cells that define ``functions`` as the release has them."""
     nb = make_submission({"lab": lab.lab_id, "fill": "solution", "id": "fair", "spec": "-"})
-    release = {nbgrader_meta(cell).get("grade_id"): cell.source for cell in lab.release_notebook().cells}
+    release = {nbgrader_meta(cell).get("grade_id"): cell.source
+               for cell in lab.release_notebook().cells}
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         if meta.get("solution") and set(answer_functions([cell])) & set(functions):
@@ -38,9 +39,11 @@ def case_name(lab, functions):
 
 
 def selected_cases(session) -> list:
-    """The cases this run tests (all of them, or those ``-k`` keeps): a run of one lab grades that lab's only."""
+    """The cases this run tests (all of them, or those ``-k``
+    keeps): a run of one lab grades that lab's only."""
     names = {case_name(item.callspec.params["lab"], item.callspec.params["functions"])
-             for item in session.items if "functions" in getattr(getattr(item, "callspec", None), "params", {})}
+             for item in session.items
+             if "functions" in getattr(getattr(item, "callspec", None), "params", {})}
     return [case for case in CASES if case_name(*case) in names]
 
 
@@ -49,14 +52,18 @@ def graded_blanks(request, tmp_path_factory):
     folder = tmp_path_factory.mktemp("blanks")
     cases = selected_cases(request.session)
     for lab, functions in cases:
-        nbformat.write(blanked(lab, functions), folder / f"{case_name(lab, functions).replace('_', '')}.ipynb")
+        nbformat.write(blanked(lab, functions),
+                       folder / f"{case_name(lab, functions).replace('_', '')}.ipynb")
     results = grade_folder(folder, tmp_path_factory.mktemp("blanks-out"), workers=2, progress=False)
     by_id = {result.student_id: result for result in results}
-    print("\n| lab | answer blanked | score | fair score |\n|---|---|---|---|")  # shown with pytest -s
+    # shown with pytest -s
+    print("\n| lab | answer blanked | score | fair score |\n|---|---|---|---|")
     for lab, functions in cases:
         result = by_id[case_name(lab, functions).replace("_", "")]
-        fair = lab.max_score - sum(part.points for part in lab.parts if set(part.functions) & set(functions))
-        print(f"| {lab.lab_id} | {', '.join(functions)} | {result.score:g}/{lab.max_score:g} | {fair:g}/{lab.max_score:g} |")
+        fair = lab.max_score - sum(part.points for part in lab.parts
+                                   if set(part.functions) & set(functions))
+        print(f"| {lab.lab_id} | {', '.join(functions)} | {result.score:g}/{lab.max_score:g} | "
+              f"{fair:g}/{lab.max_score:g} |")
     return by_id
 
 
@@ -73,8 +80,9 @@ def test_one_blank_answer_costs_only_its_parts(lab, functions, graded_blanks):
     lost = {part.part_id for part in lab.parts if set(part.functions) & set(functions)}
     fair = lab.max_score - sum(part.points for part in lab.parts if part.part_id in lost)
     scores = {part_id: part.score for part_id, part in result.parts.items()}
-    assert scores == {part.part_id: (0 if part.part_id in lost else part.points) for part in lab.parts}, \
-        {part_id: part.message for part_id, part in result.parts.items() if not part.passed}
+    assert scores == {
+        part.part_id: (0 if part.part_id in lost else part.points) for part in lab.parts
+    }, {part_id: part.message for part_id, part in result.parts.items() if not part.passed}
     assert result.score == fair
     for part in lab.parts:
         message = result.parts[part.part_id].message

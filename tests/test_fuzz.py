@@ -22,12 +22,12 @@ from autograder.grading.intake import read_submission
 from autograder.kernel.session import Limits
 from autograder.labs import get_lab
 from autograder.grading.repair import repair
-from autograder.grading.result import GradeResult, IntegrityEvent
+from autograder.grading.result import GradeResult
 
-SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=60, memory_bytes=int(1.5 * 1024**3)),
-                    part_seconds=20)
-STATUSES = {"graded", "empty_file", "invalid_json", "not_a_notebook", "unknown_lab", "file_too_large", "duplicate",
-            "grader_error", "worker_lost"}
+SETTINGS = Settings(limits=Limits(cell_seconds=3, call_seconds=2, notebook_seconds=60,
+                                  memory_bytes=int(1.5 * 1024**3)), part_seconds=20)
+STATUSES = {"graded", "empty_file", "invalid_json", "not_a_notebook", "unknown_lab",
+            "file_too_large", "duplicate", "grader_error", "worker_lost"}
 
 
 def correct_dict() -> dict:
@@ -36,8 +36,8 @@ def correct_dict() -> dict:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
-    max_leaves=15)
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=10), inner,
+                                                                max_size=5), max_leaves=15)
 
 
 def _paths(value, prefix=()):
@@ -69,7 +69,8 @@ def mutants(draw) -> bytes:
             parent[place[-1]] = draw(json_values)
         elif action == "delete" and isinstance(parent, dict):
             del parent[place[-1]]
-        elif action == "nest":  # written into the text below: too deep for Python's own json to build
+        # written into the text below: too deep for Python's own json to build
+        elif action == "nest":
             parent[place[-1]] = NEST
         elif action == "grow":
             parent[place[-1]] = "x" * draw(st.sampled_from([10, 10_000, 2_000_000]))
@@ -92,22 +93,32 @@ def extremes() -> dict[str, bytes]:
     files = {}
     deep = copy.deepcopy(nb)
     deep["metadata"]["x"] = "@"
-    files["deep-50000.ipynb"] = json.dumps(deep).replace('"@"', "[" * 50_000 + "]" * 50_000).encode()
+    files["deep-50000.ipynb"] = (
+        json.dumps(deep).replace('"@"', "[" * 50_000 + "]" * 50_000).encode()
+    )
     nested = copy.deepcopy(nb)
     nested["cells"][0]["metadata"]["x"] = "@"
-    files["deep-900-in-cell.ipynb"] = json.dumps(nested).replace('"@"', "[" * 900 + "]" * 900).encode()
+    files["deep-900-in-cell.ipynb"] = (
+        json.dumps(nested).replace('"@"', "[" * 900 + "]" * 900).encode()
+    )
     huge = copy.deepcopy(nb)
     huge["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "ü" * 20_000_000})
     files["huge-string.ipynb"] = json.dumps(huge, ensure_ascii=False).encode()  # 40 MB
     outputs = copy.deepcopy(nb)
     code = next(cell for cell in outputs["cells"] if cell["cell_type"] == "code")
-    code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "0123456789" * 3_000_000}] * 3
+    code["outputs"] = [
+        {"output_type": "stream", "name": "stdout", "text": "0123456789" * 3_000_000}
+    ] * 3
     files["giant-outputs.ipynb"] = json.dumps(outputs).encode()
     many = copy.deepcopy(nb)
-    many["cells"] += [{"cell_type": "markdown", "metadata": {}, "source": f"note {i}"} for i in range(5000)]
+    many["cells"] += [{"cell_type": "markdown", "metadata": {}, "source": f"note {i}"}
+                      for i in range(5000)]
     files["thousands-of-cells.ipynb"] = json.dumps(many).encode()
     wrong = copy.deepcopy(nb)
-    wrong["cells"] = [42, "cell", None, {"cell_type": 7}, {"cell_type": "code", "source": {"a": 1}, "outputs": "no"}] + wrong["cells"]
+    wrong["cells"] = [
+        42, "cell", None, {"cell_type": 7},
+        {"cell_type": "code", "source": {"a": 1}, "outputs": "no"},
+    ] + wrong["cells"]
     wrong["metadata"] = ["not", "a", "dict"]
     files["wrong-types.ipynb"] = json.dumps(wrong).encode()
     files["invalid-utf8.ipynb"] = json.dumps(nb).encode().replace(b"Betty", b"B\xffe\xc3(tty", 1)
@@ -117,7 +128,8 @@ def extremes() -> dict[str, bytes]:
     return files
 
 
-@settings(max_examples=int(os.environ.get("BPE_LABS_FUZZ_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=int(os.environ.get("BPE_LABS_FUZZ_EXAMPLES", 60)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(mutants())
 def test_every_step_without_a_kernel_survives_a_mutated_notebook(tmp_path_factory, raw):
     folder = tmp_path_factory.mktemp("mutant")
@@ -148,7 +160,8 @@ def test_every_step_without_a_kernel_survives_an_extreme_file(tmp_path, name):
 
 
 @settings(max_examples=1, deadline=None, phases=[Phase.generate],  # a batch is too slow to shrink
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
 @given(st.lists(mutants(), min_size=4, max_size=4))
 def test_a_whole_batch_of_extremes_and_mutants_gives_one_row_per_file(tmp_path, generated):
     """Kernels, workers, gradebook and reports: each file its own row, the correct one in full."""
@@ -168,7 +181,9 @@ def test_a_whole_batch_of_extremes_and_mutants_gives_one_row_per_file(tmp_path, 
     assert by_name["deep-50000.ipynb"].status == "not_a_notebook"
     assert (tmp_path / "out" / "class_report.md").exists()
     for result in results:
-        assert (tmp_path / "out" / "feedback").resolve() in report_path(tmp_path / "out", result).resolve().parents
+        assert (tmp_path / "out" / "feedback").resolve() in report_path(
+            tmp_path / "out", result
+        ).resolve().parents
 
 
 def report_path(out, result):

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import pytest
 
@@ -35,15 +34,19 @@ SAME_HASH_REPLY = textwrap.dedent(f'''
     import sys as _sys
     _codec = _sys.modules["_autograder_codec"]
     _half = {COLLIDING} // 2
-    _set = '["set",[' + ",".join('["int","%d"]' % (_k * {M} + 7) for _k in range(-_half, _half)) + ']]'
+    _set = '["set",[' + ",".join('["int","%d"]' % (_k * {M} + 7) for _k in range(-_half, \
+_half)) + ']]'
     _one = '["returned",' + _set + ']'
     _honest_call, _honest_each = _codec.call_in_namespace, _codec.call_each_in_namespace
 
     def _call(namespace, name, payload, *more, **keywords):
-        return _one if name == "tokenize" else _honest_call(namespace, name, payload, *more, **keywords)
+        return _one if name == "tokenize" else _honest_call(namespace, name, payload, *more, \
+**keywords)
 
-    def _each(namespace, name, payload, *more, **keywords):  # every other call as the grader made it
-        return "[" + _one + "]" if name == "tokenize" else _honest_each(namespace, name, payload, *more, **keywords)
+    def _each(namespace, name, payload, *more, \
+**keywords):  # every other call as the grader made it
+        return "[" + _one + "]" if name == "tokenize" else _honest_each(namespace, name, payload, \
+*more, **keywords)
 
     _codec.call_in_namespace, _codec.call_each_in_namespace = _call, _each
 ''')
@@ -66,24 +69,29 @@ def environment(**extra: str) -> dict:
 @pytest.mark.parametrize("tag", ["set", "frozenset", "list", "tuple", "dict", "Counter"])
 def test_values_sharing_one_hash_are_refused_in_linear_time(tag):
     items = [["int", str(k * M + 7)] for k in range(20_000)]
-    tagged = [tag, [[item, ["int", "1"]] for item in items] if tag in ("dict", "Counter") else items]
+    tagged = [tag,
+              [[item, ["int", "1"]] for item in items] if tag in ("dict", "Counter") else items]
     started = time.process_time()
     value = codec.decode(tagged)
     assert time.process_time() - started < 5  # 20,000 of them took 9 s to build, 40,000 took 29 s
-    assert isinstance(value, codec.Unsupported) and value != set() and "share one hash" in repr(value)
+    assert (
+        isinstance(value, codec.Unsupported) and value != set() and "share one hash" in repr(value)
+    )
 
 
 def test_honest_values_still_decode_exactly():
-    honest = {"a": [1, -1, -2, 2.5, "x" * 100], ("t", 1): {frozenset({1, 2}), (3, 4)}, "n": None, "b": b"\x00",
+    honest = {"a": [1, -1, -2, 2.5, "x" * 100], ("t", 1): {frozenset({1, 2}), (3, 4)}, "n": None,
+              "b": b"\x00",
               "counts": __import__("collections").Counter("abracadabra"), "big": 10**4000,
-              "repeated": ["same"] * 50_000 + [7] * 50_000, "keys": {k * 1024: k for k in range(5000)}}
+              "repeated": ["same"] * 50_000 + [7] * 50_000,
+              "keys": {k * 1024: k for k in range(5000)}}
     assert codec.decode(json.loads(json.dumps(codec.encode(honest)))) == honest
 
 
 @pytest.mark.parametrize("tagged", [
     ["int", "9" * 5000], ["float", "1" * 100_000], ["list", [["none"]] * (codec.MAX_NODES + 1)],
-    ["set", [["list", []]]], ["dict", [[["list", []], ["none"]]]], ["tuple", "not a list"], ["surprise", 1], [],
-    ["dict", [["int", "1"]]], ["int", 7], {"not": "a list"}])
+    ["set", [["list", []]]], ["dict", [[["list", []], ["none"]]]], ["tuple", "not a list"],
+    ["surprise", 1], [], ["dict", [["int", "1"]]], ["int", 7], {"not": "a list"}])
 def test_oversized_or_malformed_replies_become_a_value_equal_to_nothing(tagged):
     value = codec.decode(tagged)
     assert isinstance(value, codec.Unsupported) and value != value
@@ -96,7 +104,8 @@ def test_nesting_beyond_the_limit_is_refused():
     assert isinstance(codec.decode(tagged), codec.Unsupported)
 
 
-# -- a real batch against the real attack -----------------------------------------------------------
+# -- a real batch against the real attack
+# -----------------------------------------------------------
 
 def test_a_batch_with_the_same_hash_attack_ends_within_the_notebook_timeout(tmp_path):
     """The red-team run, as an instructor runs it: ``--notebook-timeout 30 --workers 2``. It ends in
@@ -105,12 +114,15 @@ def test_a_batch_with_the_same_hash_attack_ends_within_the_notebook_timeout(tmp_
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "eve_toy_bpe.ipynb").write_bytes(same_hash_notebook())
     started = time.monotonic()
-    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"), "--out", str(tmp_path / "out"),
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"),
+                          "--out", str(tmp_path / "out"),
                           "--notebook-timeout", "30", "--workers", "2", "--quiet"],
-                         cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=200)
+                         cwd=tmp_path, env=environment(), capture_output=True, text=True,
+                         timeout=200)
     elapsed = time.monotonic() - started
     assert run.returncode == 0, run.stderr[-3000:]
-    assert elapsed < 30 + 40, f"the batch took {elapsed:.0f} s"  # start-up, the probe and reports on top of the file's time
+    # start-up, the probe and reports on top of the file's time
+    assert elapsed < 30 + 40, f"the batch took {elapsed:.0f} s"
     import pandas as pd
 
     row = pd.read_csv(tmp_path / "out" / "grades.csv").set_index("student_id").loc["eve"]
@@ -118,7 +130,8 @@ def test_a_batch_with_the_same_hash_attack_ends_within_the_notebook_timeout(tmp_
     assert row["tokenize"] == 0 and row["initialize"] == 2 and row["merge"] == 2, row.to_dict()
 
 
-# -- a grader that hangs all the same is ended from outside ------------------------------------------
+# -- a grader that hangs all the same is ended from outside
+# ------------------------------------------
 
 # The old decode put back, as a grader bug would: the set is built in one C call that never returns.
 HANG = textwrap.dedent('''
@@ -165,10 +178,12 @@ BATCH = textwrap.dedent('''
         from distributed import LocalCluster
 
         # threads in this process: the old grader held the GIL here, and the whole cluster with it
-        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None)
+        cluster = LocalCluster(n_workers=1, threads_per_worker=1, processes=False, \
+dashboard_address=None)
         scheduler = cluster.scheduler_address
     started = time.monotonic()
-    results = grade_folder(Path(sys.argv[2]), Path(sys.argv[3]), settings, workers=0, scheduler=scheduler, progress=False)
+    results = grade_folder(Path(sys.argv[2]), Path(sys.argv[3]), settings, workers=0, \
+scheduler=scheduler, progress=False)
     print("ELAPSED", time.monotonic() - started)
     for result in results:
         print("ROW", result.student_id, result.status, result.message)
@@ -180,9 +195,10 @@ def test_a_grader_stuck_in_one_c_call_is_ended_at_the_notebook_timeout(tmp_path,
     (tmp_path / "hang_decode.py").write_text(HANG)
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "eve_toy_bpe.ipynb").write_bytes(same_hash_notebook())
-    run = subprocess.run([sys.executable, "-c", BATCH.format(seconds=NOTEBOOK_SECONDS), str(tmp_path), str(tmp_path / "sub"),
-                          str(tmp_path / "out"), how], cwd=tmp_path, env=environment(), capture_output=True, text=True,
-                         timeout=ROW_WITHIN + 100)
+    run = subprocess.run([sys.executable, "-c", BATCH.format(seconds=NOTEBOOK_SECONDS),
+                          str(tmp_path), str(tmp_path / "sub"),
+                          str(tmp_path / "out"), how], cwd=tmp_path, env=environment(),
+                         capture_output=True, text=True, timeout=ROW_WITHIN + 100)
     assert run.returncode == 0, run.stderr[-3000:]
     lines = run.stdout.splitlines()
     elapsed = float(next(line.split()[1] for line in lines if line.startswith("ELAPSED")))
@@ -201,7 +217,8 @@ def test_gradescope_writes_results_when_the_time_is_up(tmp_path):
     from autograder.gradescope import build_zip
     from autograder.kernel.session import Limits
 
-    archive = build_zip("toy_bpe", tmp_path / "toy.zip", limits=Limits(notebook_seconds=NOTEBOOK_SECONDS),
+    archive = build_zip("toy_bpe", tmp_path / "toy.zip",
+                        limits=Limits(notebook_seconds=NOTEBOOK_SECONDS),
                         part_seconds=NOTEBOOK_SECONDS)
     root = unpack(archive, tmp_path / "autograder")
     codec_file = root / "source" / "autograder" / "codec.py"
@@ -212,5 +229,7 @@ def test_gradescope_writes_results_when_the_time_is_up(tmp_path):
     elapsed = time.monotonic() - started
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
     jsonschema.validate(results, RESULTS_SCHEMA)
-    assert results["score"] == 0 and "time limit" in results["output"], (results["output"], run.stdout[-2000:])
+    assert results["score"] == 0 and "time limit" in results["output"], (
+        results["output"], run.stdout[-2000:],
+    )
     assert elapsed < ROW_WITHIN + 5, f"{elapsed:.0f} s"

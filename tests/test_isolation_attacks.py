@@ -35,8 +35,8 @@ import pandas as pd
 import psutil
 import pytest
 
-from attacks import (CLASSMATE, HONEST, NEIGHBOUR, Targets, attack_list, correct_notebook, example_targets, holes_in,
-                     report_of, stand_in_hog_notebook, write_submissions)
+from attacks import (CLASSMATE, HONEST, NEIGHBOUR, Targets, attack_list, correct_notebook,
+                     example_targets, holes_in, report_of, stand_in_hog_notebook, write_submissions)
 from autograder.reports import gradebook, report
 from bpe_labs import ROOT as REPO_ROOT
 from autograder.batch.run import grade_folder
@@ -57,7 +57,8 @@ def landlock_abi() -> int:
 
 
 def grader_isolation() -> str:
-    """What the grader says its kernels get: ``landlock...`` behind the boundary, ``fence...`` else."""
+    """What the grader says its kernels get: ``landlock...``
+    behind the boundary, ``fence...`` else."""
     try:
         from autograder.kernel.session import isolation_status
     except ImportError:
@@ -67,11 +68,13 @@ def grader_isolation() -> str:
 
 # Small limits, as in test_adversarial.py; cells up to 10 s: the memory attack's children take
 # seconds to fill their memory on a busy machine, and the hijacker waits 2 s per cell.
-SETTINGS = Settings(limits=Limits(cell_seconds=10, call_seconds=2, notebook_seconds=60, memory_bytes=int(1.5 * 1024**3)),
-                    part_seconds=10)
+SETTINGS = Settings(limits=Limits(cell_seconds=10, call_seconds=2, notebook_seconds=60,
+                                  memory_bytes=int(1.5 * 1024**3)), part_seconds=10)
 TOKEN = "rt" + uuid.uuid4().hex[:11]  # 13 characters: fits a process name (15)
-# Text of the course that no output may carry: solution and hidden-test markers, the reference's first line.
-COURSE_MARKERS = ("### BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "Character-level BPE with a separate end-of-word symbol")
+# Text of the course that no output may carry: solution and hidden-test markers, the reference's
+# first line.
+COURSE_MARKERS = ("### BEGIN SOLUTION", "BEGIN HIDDEN TESTS",
+                  "Character-level BPE with a separate end-of-word symbol")
 REFERENCE = REPO_ROOT / "bpe_labs" / "reference" / "char_bpe.py"
 LAUNCHER = REPO_ROOT / "autograder" / "sandbox_launcher.py"
 VICTIMS = ("victim-py.txt", "victim-py-2.txt", "victim-libc.txt", "victim-libc-2.txt")
@@ -92,7 +95,8 @@ class Listener:
         self.udp.bind(("127.0.0.1", 0))
         self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.unix.bind(str(unix_path))
-        os.chmod(unix_path, 0o777)  # any local user may connect: only the boundary stands in the way
+        # any local user may connect: only the boundary stands in the way
+        os.chmod(unix_path, 0o777)
         self.unix.listen(16)
         self.abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.abstract.bind("\0" + abstract_name)
@@ -149,7 +153,9 @@ def marked_processes(token: str) -> list[tuple[int, str]]:
             continue
         if needle in seen:
             try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                cmdline = (
+                    (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                )
             except OSError:
                 cmdline = "?"
             found.append((int(entry.name), cmdline[:120]))
@@ -199,9 +205,12 @@ import json, sys, threading
 from pathlib import Path
 from autograder.grading.grade import Settings, grade_file
 from autograder.kernel.session import Limits
-limits = Limits(cell_seconds=10, call_seconds=2, notebook_seconds=float(sys.argv[3]), memory_bytes=int(1.5 * 1024**3))
-grade = lambda: Path(sys.argv[2]).write_text(json.dumps(grade_file(Path(sys.argv[1]), "stand-in-hog",
-                                                                   Settings(limits=limits, part_seconds=5)).to_json()))
+limits = Limits(cell_seconds=10, call_seconds=2, notebook_seconds=float(sys.argv[3]), \
+memory_bytes=int(1.5 * 1024**3))
+grade = lambda: Path(sys.argv[2]).write_text(json.dumps(grade_file(Path(sys.argv[1]), \
+"stand-in-hog",
+                                                                   Settings(limits=limits, \
+part_seconds=5)).to_json()))
 if sys.argv[4] == "thread":
     thread = threading.Thread(target=grade)
     thread.start()
@@ -211,7 +220,8 @@ else:
 """
 STAND_IN_WAYS = ("main", "thread")
 STAND_IN_NOTEBOOK_SECONDS = 60  # enough to reach the tokenize part on a busy machine
-STAND_IN_SLACK_SECONDS = 60  # starting kernels on a busy machine; the reference must not run past it
+# starting kernels on a busy machine; the reference must not run past it
+STAND_IN_SLACK_SECONDS = 60
 
 
 def end_process_tree(process: subprocess.Popen) -> None:
@@ -231,7 +241,8 @@ def end_process_tree(process: subprocess.Popen) -> None:
 
 
 def processes_of(folder: Path) -> list[tuple[int, str]]:
-    """(pid, command line) of every process whose working folder or command line is under ``folder``."""
+    """(pid, command line) of every process whose working
+    folder or command line is under ``folder``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -246,10 +257,13 @@ def processes_of(folder: Path) -> list[tuple[int, str]]:
     return found
 
 
-KILLED_GRADER_CHECK = 30  # seconds after the kill: the files it was grading (a cell sleeps 15 s) are done by then
+# seconds after the kill: the files it was grading (a cell sleeps 15 s) are done by then
+KILLED_GRADER_CHECK = 30
 
 
-def kill_while_grading(process: subprocess.Popen, folder: Path, state: dict, timeout: float = 120) -> None:
+def kill_while_grading(
+    process: subprocess.Popen, folder: Path, state: dict, timeout: float = 120
+) -> None:
     """SIGKILL the grading command once both its workers have a kernel running (processes working in
     its bpe-grade-* folders), or after ``timeout``; ``state["killed_at"]`` says when."""
     deadline = time.monotonic() + timeout
@@ -289,9 +303,10 @@ def start_grader_to_kill(folder: Path) -> subprocess.Popen:
                 cell.source = "import time\ntime.sleep(15)\n" + cell.source
         nbformat.write(nb, folder / "submissions" / f"{name}.ipynb")
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TMPDIR": str(folder / "tmp")}
-    return subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(folder / "submissions"), "--out",
-                             str(folder / "out"), "--workers", "2", "--cell-timeout", "30"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen([sys.executable, "-m", "autograder", "grade",
+                             str(folder / "submissions"), "--out",
+                             str(folder / "out"), "--workers", "2", "--cell-timeout", "30"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def tree_state(folder: Path) -> dict[str, tuple[str, int]]:
@@ -338,7 +353,8 @@ def repair_checkout(targets: Targets, originals: dict[Path, bytes]) -> list[str]
 
 
 def start_process(argv: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
 
 
 def stop_process(process: subprocess.Popen) -> None:
@@ -373,33 +389,40 @@ def batch():
             os.chmod(folder / name, 0o666)
     last_term = world / "last-term"
     (last_term / "solutions").mkdir(parents=True)
-    shutil.copy(REPO_ROOT / "solutions" / "toy_bpe.ipynb", last_term / "solutions" / "toy_bpe.ipynb")
+    shutil.copy(REPO_ROOT / "solutions" / "toy_bpe.ipynb",
+                last_term / "solutions" / "toy_bpe.ipynb")
 
     originals = {path: path.read_bytes() for path in (REFERENCE, LAUNCHER)}
     listener = Listener(world / "listener.sock", f"red-team-{TOKEN}")
     sentinel = start_process(["sleep", "600"])
     watchdog_log = world / "watchdog.log"
     watchdog = start_process([sys.executable, "-c", WATCHDOG, str(os.getpid()), str(watchdog_log)])
-    targets = Targets(repo=REPO_ROOT, submissions=submissions, out=out, canary=canary, last_term=last_term,
-                      site_packages=Path(sysconfig.get_paths()["purelib"]), tcp_port=listener.ports[0],
+    targets = Targets(repo=REPO_ROOT, submissions=submissions, out=out, canary=canary,
+                      last_term=last_term, site_packages=Path(sysconfig.get_paths()["purelib"]),
+                      tcp_port=listener.ports[0],
                       udp_port=listener.ports[1], unix_socket=world / "listener.sock",
-                      abstract_socket=f"red-team-{TOKEN}", sentinel_pid=sentinel.pid, grader_pid=os.getpid(),
+                      abstract_socket=f"red-team-{TOKEN}", sentinel_pid=sentinel.pid,
+                      grader_pid=os.getpid(),
                       token=TOKEN, reference_copy=originals[REFERENCE].decode("utf-8"))
     # Behind the fence (no Landlock) native code gets through (issue 10): no attack is run there.
     attacks = attack_list(targets) if isolation.startswith("landlock") else []
     written = write_submissions(submissions, targets, attacks)
-    before = {"submissions": tree_state(submissions), "canary": tree_state(canary), "out": tree_state(out),
-              "checkout_names": checkout_names()}
+    before = {"submissions": tree_state(submissions), "canary": tree_state(canary),
+              "out": tree_state(out), "checkout_names": checkout_names()}
     probe = killed = None  # the side runs
     if attacks:
         nbformat.write(stand_in_hog_notebook(), world / "stand-in-hog.ipynb")
         probe_started = time.monotonic()
-        probe = {way: subprocess.Popen([sys.executable, "-c", STAND_IN_PROBE, str(world / "stand-in-hog.ipynb"),
-                                        str(world / f"stand-in-hog-{way}.json"), str(STAND_IN_NOTEBOOK_SECONDS), way],
-                                       env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stdout=subprocess.DEVNULL,
+        probe = {way: subprocess.Popen([sys.executable, "-c", STAND_IN_PROBE,
+                                        str(world / "stand-in-hog.ipynb"),
+                                        str(world / f"stand-in-hog-{way}.json"),
+                                        str(STAND_IN_NOTEBOOK_SECONDS), way],
+                                       env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+                                       stdout=subprocess.DEVNULL,
                                        stderr=subprocess.DEVNULL) for way in STAND_IN_WAYS}
         killed, killing = start_grader_to_kill(world / "killed"), {}
-        killer = threading.Thread(target=kill_while_grading, args=(killed, world / "killed", killing), daemon=True)
+        killer = threading.Thread(target=kill_while_grading,
+                                  args=(killed, world / "killed", killing), daemon=True)
         killer.start()
     try:
         results = grade_folder(submissions, out, SETTINGS, workers=2, progress=False)
@@ -411,28 +434,42 @@ def batch():
         if killed is not None:
             killer.join()
             time.sleep(max(0.0, killing["killed_at"] + KILLED_GRADER_CHECK - time.monotonic()))
-            left_by_killed_grader = processes_of(world / "killed") if killing.get("while_grading") else "not killed while grading"
+            left_by_killed_grader = (
+                processes_of(world / "killed")
+                if killing.get("while_grading")
+                else "not killed while grading"
+            )
         stand_in = {}
         for way, process in (probe or {}).items():
             try:
-                process.wait(timeout=max(0.0, probe_started + STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS - time.monotonic()))
+                process.wait(
+                    timeout=max(
+                        0.0, probe_started
+                        + STAND_IN_NOTEBOOK_SECONDS
+                        + STAND_IN_SLACK_SECONDS
+                        - time.monotonic(),
+                    )
+                )
                 saved = world / f"stand-in-hog-{way}.json"
-                stand_in[way] = (GradeResult.from_json(json.loads(saved.read_text())) if saved.exists()
+                stand_in[way] = (GradeResult.from_json(json.loads(saved.read_text()))
+                                 if saved.exists()
                                  else GradeResult("stand-in-hog", str(saved), status="no result"))
             except subprocess.TimeoutExpired:
                 stand_in[way] = GradeResult("stand-in-hog", "", status="still grading")
         yield Batch(isolation=isolation, targets=targets, attacks=attacks, written=written, out=out,
-                    submissions=submissions, canary=canary, before=before, survivors=survivors, listener=listener,
+                    submissions=submissions, canary=canary, before=before, survivors=survivors,
+                    listener=listener,
                     results={Path(r.file).name: r for r in results}, result_list=results,
-                    sentinel_alive=sentinel.poll() is None, watchdog_log=watchdog_log, stand_in=stand_in,
-                    left_by_killed_grader=left_by_killed_grader,
+                    sentinel_alive=sentinel.poll() is None, watchdog_log=watchdog_log,
+                    stand_in=stand_in, left_by_killed_grader=left_by_killed_grader,
                     undone=repair_checkout(targets, originals))
     finally:
         for process in (probe or {}).values():
             end_process_tree(process)
         if killed is not None:
             stop_process(killed)
-            for pid, _ in processes_of(world / "killed"):  # its workers, zygotes and kernels: started here
+            # its workers, zygotes and kernels: started here
+            for pid, _ in processes_of(world / "killed"):
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except OSError:
@@ -453,7 +490,8 @@ def batch():
 def attacked(batch):
     """The batch, where the attacks were in it: behind the Landlock boundary."""
     if not batch.attacks:
-        pytest.skip(f"the attacks run only behind the Landlock boundary; kernels here get: {batch.isolation}")
+        pytest.skip("the attacks run only behind the Landlock boundary; kernels here get: "
+                    f"{batch.isolation}")
     return batch
 
 
@@ -461,19 +499,22 @@ ATTACK_KINDS = {attack.attack_id: attack.kind for attack in attack_list(example_
 ATTACK_IDS = list(ATTACK_KINDS)
 
 
-# -- which boundary each file got ---------------------------------------------------------------------
+# -- which boundary each file got
+# ---------------------------------------------------------------------
 def notebooks(batch) -> list[GradeResult]:
-    """The rows of the notebooks; the victims' files beside them in the folder have rows of their own
-    (not_a_notebook: every entry of the folder gets a row)."""
+    """The rows of the notebooks; the victims' files beside them in the folder have rows of their
+    own (not_a_notebook: every entry of the folder gets a row)."""
     return [r for r in batch.result_list if Path(r.file).name not in VICTIMS]
 
 
 def test_each_result_says_which_isolation_it_got(batch):
     expected = "landlock" if batch.isolation.startswith("landlock") else "fence"
-    wrong = {Path(r.file).name: r.isolation for r in notebooks(batch) if not str(r.isolation).startswith(expected)}
+    wrong = {Path(r.file).name: r.isolation for r in notebooks(batch)
+             if not str(r.isolation).startswith(expected)}
     assert not wrong, f"expected isolation {expected!r}"
     table = pd.read_csv(batch.out / "grades.csv")
-    assert all(str(value).startswith(expected) for value in table[table["status"] == "graded"]["isolation"])
+    assert all(str(value).startswith(expected)
+               for value in table[table["status"] == "graded"]["isolation"])
     class_report = (batch.out / "class_report.md").read_text(encoding="utf-8")
     assert f"| {report.markdown_text(batch.isolation)} | {len(notebooks(batch))} |" in class_report
 
@@ -487,8 +528,11 @@ def test_a_machine_with_landlock_gets_the_boundary(batch):
 # -- every file graded, the honest ones in full ---------------------------------------------------
 def test_every_file_has_one_row_and_was_graded(batch):
     table = pd.read_csv(batch.out / "grades.csv")
-    assert sorted(Path(f).name for f in table["file"]) == sorted([path.name for path in batch.written.values()] + list(VICTIMS))
-    not_graded = {Path(r.file).name: (r.status, r.message) for r in notebooks(batch) if r.status != "graded"}
+    assert sorted(Path(f).name for f in table["file"]) == sorted(
+        [path.name for path in batch.written.values()] + list(VICTIMS)
+    )
+    not_graded = {Path(r.file).name: (r.status, r.message) for r in notebooks(batch)
+                  if r.status != "graded"}
     assert not not_graded
     assert {batch.results[name].status for name in VICTIMS} == {"not_a_notebook"}
 
@@ -506,7 +550,8 @@ def test_feedback_was_written_for_every_file(batch):
         assert report.feedback_path(batch.out, result).exists()
 
 
-# -- 0 unearned points, no course file read ---------------------------------------------------------
+# -- 0 unearned points, no course file read
+# ---------------------------------------------------------
 @pytest.mark.parametrize("attack_id", ATTACK_IDS)
 def test_attack_earns_nothing(attacked, attack_id):
     """Every attack is a blank submission: anything above 0 is stolen or forged."""
@@ -518,7 +563,8 @@ def test_attack_earns_nothing(attacked, attack_id):
 
 def stopped_by_a_limit(result: GradeResult) -> bool:
     """The attack's cell did not finish: the kernel was stopped (time limit) or killed."""
-    return any(cell.cell == "initialize_solution" and cell.status in ("timeout", "died") for cell in result.cells)
+    return any(cell.cell == "initialize_solution" and cell.status in ("timeout", "died")
+               for cell in result.cells)
 
 
 # Holes reported and not closed yet, attack id -> why: marked xfail(strict=True), so that each
@@ -527,11 +573,14 @@ KNOWN_HOLES: dict[str, str] = {}
 
 
 def with_known_holes(attack_ids):
-    return [pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=KNOWN_HOLES[a])) if a in KNOWN_HOLES else a
+    return [pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=KNOWN_HOLES[a]))
+            if a in KNOWN_HOLES else a
             for a in attack_ids]
 
 
-@pytest.mark.parametrize("attack_id", with_known_holes([a for a, kind in ATTACK_KINDS.items() if kind != "limit"]))
+@pytest.mark.parametrize("attack_id",
+                         with_known_holes([a for a, kind in ATTACK_KINDS.items()
+                                           if kind != "limit"]))
 def test_attack_found_no_way_in(attacked, attack_id):
     """The attack ran to its end (its report is there) and every way it tried was refused."""
     result = attacked.result(attack_id)
@@ -542,21 +591,26 @@ def test_attack_found_no_way_in(attacked, attack_id):
 
 def test_no_course_text_in_any_output(attacked):
     outputs = {"results": json.dumps([result.to_json() for result in attacked.result_list])}
-    for path in [attacked.out / "grades.csv", attacked.out / "class_report.md", *attacked.out.rglob("*.html"),
-                 *(attacked.out / "results").glob("*.json")]:
-        outputs[str(path.relative_to(attacked.out))] = path.read_text(encoding="utf-8", errors="replace")
-    leaked = {(name, marker) for name, text in outputs.items() for marker in COURSE_MARKERS if marker in text}
+    for path in [attacked.out / "grades.csv", attacked.out / "class_report.md",
+                 *attacked.out.rglob("*.html"), *(attacked.out / "results").glob("*.json")]:
+        outputs[str(path.relative_to(attacked.out))] = path.read_text(
+            encoding="utf-8", errors="replace"
+        )
+    leaked = {(name, marker) for name, text in outputs.items() for marker in COURSE_MARKERS
+              if marker in text}
     assert not leaked
 
 
 # -- nothing written outside the work folder ----------------------------------------------------
-TOOL_FOLDERS = {".hypothesis", ".pytest_cache", "__pycache__"}  # the test run's own, made whenever a tool first needs one
+# the test run's own, made whenever a tool first needs one
+TOOL_FOLDERS = {".hypothesis", ".pytest_cache", "__pycache__"}
 
 
 def checkout_names() -> list[str]:
     """The checkout's top-level names, but for the test tools' own folders (another test process may
     make one while the batch runs: hypothesis its database on its first example)."""
-    return sorted(p.name for p in REPO_ROOT.iterdir() if not (p.name in TOOL_FOLDERS and p.is_dir() and not p.is_symlink()))
+    return sorted(p.name for p in REPO_ROOT.iterdir()
+                  if not (p.name in TOOL_FOLDERS and p.is_dir() and not p.is_symlink()))
 
 
 def test_nothing_written_outside_the_work_folder(attacked):
@@ -570,7 +624,8 @@ def test_output_folder_holds_only_what_the_grader_wrote(attacked):
     now = tree_state(attacked.out)
     for name, state in attacked.before["out"].items():
         assert now.get(name) == state, name
-    strays = [name for name in now if attacked.targets.token in name or "canary" in name or "evil" in name]
+    strays = [name for name in now if attacked.targets.token in name or "canary" in name
+              or "evil" in name]
     assert not strays
 
 
@@ -579,15 +634,19 @@ def test_no_listener_reached(attacked):
     assert attacked.listener.received == []
 
 
-# -- no classmate's grade changed -------------------------------------------------------------------
+# -- no classmate's grade changed
+# -------------------------------------------------------------------
 def test_gradebook_and_saved_results_agree_with_the_batch(batch):
     graded = [r for r in batch.result_list if r.status == "graded"]
-    assert gradebook.total_scores(batch.out / "gradebook.db") == {(r.student_id, r.lab): r.score for r in graded}
+    assert gradebook.total_scores(batch.out / "gradebook.db") == {(r.student_id, r.lab): r.score
+                                                                  for r in graded}
     table = pd.read_csv(batch.out / "grades.csv")
     table = table[table["status"] == "graded"]
     assert dict(zip(table["student_id"], table["score"])) == {r.student_id: r.score for r in graded}
-    saved = [unsigned(json.loads(path.read_text())) for path in (batch.out / "results").glob("*.json")]
-    assert {r.student_id: r.score for r in saved} == {r.student_id: r.score for r in notebooks(batch)}
+    saved = [unsigned(json.loads(path.read_text()))
+             for path in (batch.out / "results").glob("*.json")]
+    assert {r.student_id: r.score for r in saved} == {r.student_id: r.score
+                                                      for r in notebooks(batch)}
 
 
 # -- no process left ------------------------------------------------------------------------------
@@ -607,7 +666,8 @@ def test_a_stand_in_cannot_keep_the_grader_busy(attacked, way):
     the grader runs in its process's main thread or, as in a Dask worker, in another thread."""
     stand_in = attacked.stand_in[way]
     assert stand_in.status == "graded", (
-        f"{stand_in.status} {STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS} s after it started "
+        f"{stand_in.status} {STAND_IN_NOTEBOOK_SECONDS + STAND_IN_SLACK_SECONDS} s after it "
+        "started "
         f"(notebook limit {STAND_IN_NOTEBOOK_SECONDS} s)")
     assert stand_in.score == 0
     tokenize = stand_in.parts["tokenize"].message
@@ -627,7 +687,9 @@ def test_signals_reached_nothing_outside_the_kernel(attacked):
     assert resumed == "", f"a process of the grader was stopped and had to be resumed: {resumed}"
     for attack_id in ("sig-pidfd-kill", "sig-libc-kill", "sig-stop", "sig-kill-all"):
         report_text = report_of(attacked.result(attack_id))
-        assert "sentinel=out-of-reach" in report_text and "fired=survived" in report_text, (attack_id, report_text)
+        assert "sentinel=out-of-reach" in report_text and "fired=survived" in report_text, (
+            attack_id, report_text,
+        )
 
 
 @pytest.mark.parametrize("attack_id", [a for a, kind in ATTACK_KINDS.items() if kind == "limit"])

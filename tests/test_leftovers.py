@@ -44,7 +44,8 @@ def dead_owner_folder(folder: Path) -> Path:
 
 @pytest.fixture
 def temporary():
-    """A temporary folder of the batch's own, at a short path (the kernels' socket paths lie beneath it)."""
+    """A temporary folder of the batch's own, at a short
+    path (the kernels' socket paths lie beneath it)."""
     folder = Path(tempfile.mkdtemp(prefix="lo-", dir="/tmp"))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
@@ -64,24 +65,31 @@ def grading_workers(batch: psutil.Process) -> list[psutil.Process]:
     found = []
     for child in batch.children():
         try:
-            if any("--zygote" in grandchild.cmdline() and grandchild.children() for grandchild in child.children()):
+            if any("--zygote" in grandchild.cmdline() and grandchild.children()
+                   for grandchild in child.children()):
                 found.append(child)
         except psutil.Error:
             continue
     return found
 
 
-def test_a_batch_whose_workers_are_killed_leaves_the_temporary_folder_as_it_was(tmp_path, temporary):
+def test_a_batch_whose_workers_are_killed_leaves_the_temporary_folder_as_it_was(
+    tmp_path, temporary
+):
     env = start_batch(tmp_path, temporary, ["amy", "ben", "cal"])
     # a folder of a process still running (this one): never swept
-    live = tempfile.mkdtemp(prefix=tempdirs.folder_name("grade", os.getpid(), round(psutil.Process().create_time() * 100)),
-                            dir=temporary)
+    live = tempfile.mkdtemp(
+        prefix=tempdirs.folder_name(
+            "grade", os.getpid(), round(psutil.Process().create_time() * 100)
+        ), dir=temporary,
+    )
     dead = dead_owner_folder(temporary)
     before = entries(temporary)
     assert before == {Path(live).name, dead.name}
-    batch = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"), "--out", str(tmp_path / "out"),
-                              "--workers", "2", "--quiet"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    batch = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"),
+                              "--out", str(tmp_path / "out"),
+                              "--workers", "2", "--quiet"], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = []
 
     def kill_one_busy_worker():
@@ -101,16 +109,22 @@ def test_a_batch_whose_workers_are_killed_leaves_the_temporary_folder_as_it_was(
     assert killed, "the test must have killed a worker while it graded"
     assert out.count(" graded ") == 3 and "3 files in" in out and ", 3 graded" in out, out
     after = entries(temporary)
-    assert after == {Path(live).name}, sorted(after)  # the killed worker's folders, and the old dead one, swept
+    # the killed worker's folders, and the old dead one, swept
+    assert after == {Path(live).name}, sorted(after)
 
 
 def test_a_batch_ended_with_sigterm_leaves_the_temporary_folder_as_it_was(tmp_path, temporary):
     env = start_batch(tmp_path, temporary, ["amy", "ben"])
-    batch = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"), "--out", str(tmp_path / "out"),
-                              "--workers", "2", "--quiet"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    batch = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(tmp_path / "sub"),
+                              "--out", str(tmp_path / "out"),
+                              "--workers", "2", "--quiet"], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while not grading_workers(psutil.Process(batch.pid)) and batch.poll() is None and time.monotonic() < deadline:
+    while (
+        not grading_workers(psutil.Process(batch.pid))
+        and batch.poll() is None
+        and time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     assert batch.poll() is None, f"the batch ended before a kernel ran: {batch.communicate()}"
     assert entries(temporary), "a grading batch has folders of its own while it runs"

@@ -1,4 +1,5 @@
-"""Reports written without pandas, the class report drawn in the background, and the imports the command line avoids."""
+"""Reports written without pandas, the class report drawn in
+the background, and the imports the command line avoids."""
 from __future__ import annotations
 
 import csv
@@ -11,8 +12,11 @@ from autograder.labs import get_lab
 from autograder.grading.result import GradeResult, PartScore
 
 
-def graded_result(lab_id: str, student: str, scores: list[float], file: str = "", **more) -> GradeResult:
-    parts = {part.part_id: PartScore(part.part_id, score, part.points, "" if score >= part.points else "not yet")
+def graded_result(
+    lab_id: str, student: str, scores: list[float], file: str = "", **more
+) -> GradeResult:
+    parts = {part.part_id: PartScore(part.part_id, score, part.points,
+                                     "" if score >= part.points else "not yet")
              for part, score in zip(get_lab(lab_id).parts, scores)}
     return GradeResult(student, file, status="graded", lab=lab_id, parts=parts, score=sum(scores),
                        max_score=get_lab(lab_id).max_score, **more)
@@ -44,16 +48,21 @@ def test_class_report_drawn_in_the_background_is_the_same(tmp_path):
     report.class_report(results, tmp_path / "there", report.Painter())
     for name in ("class_report.md", "scores.png"):
         assert (tmp_path / "there" / name).stat().st_size > 0
-    assert (tmp_path / "there" / "class_report.md").read_text() == (tmp_path / "here" / "class_report.md").read_text()
+    assert (tmp_path / "there" / "class_report.md").read_text() == (
+        tmp_path / "here" / "class_report.md"
+    ).read_text()
 
 
 def test_the_command_line_modules_import_nothing_heavy():
-    """pandas, matplotlib, nbgrader (SQLAlchemy, alembic), Dask and tqdm wait until a function needs them."""
-    heavy = ["pandas", "matplotlib", "nbgrader", "sqlalchemy", "alembic", "dask", "distributed", "tqdm", "nbconvert"]
-    code = ("import sys; import autograder.cli, autograder.batch.run, autograder.reports.report, autograder.reports.gradebook; "
+    """pandas, matplotlib, nbgrader (SQLAlchemy, alembic),
+    Dask and tqdm wait until a function needs them."""
+    heavy = ["pandas", "matplotlib", "nbgrader", "sqlalchemy", "alembic", "dask", "distributed",
+             "tqdm", "nbconvert"]
+    code = ("import sys; import autograder.cli, autograder.batch, autograder.reports.report, "
+            "autograder.reports.gradebook; "
             f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
-    imported = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True,
-                              env={"PYTHONPATH": str(REPO_ROOT), "PATH": ""})
+    imported = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                              text=True, check=True, env={"PYTHONPATH": str(REPO_ROOT), "PATH": ""})
     assert imported.stdout.strip() == "[]"
 
 
@@ -66,6 +75,9 @@ def test_a_report_started_early_has_every_row(tmp_path):
         (tmp_path / name).mkdir()
         painter = report.Painter()
         painter.start(started, tmp_path / name)
-        assert report.class_report(asked, tmp_path / name, painter) == tmp_path / name / "class_report.md"
+        assert (
+            report.class_report(asked, tmp_path / name, painter)
+            == tmp_path / name / "class_report.md"
+        )
         assert "2 files, 2 graded." in (tmp_path / name / "class_report.md").read_text()
         assert painter.background.process is None  # ended after the report

@@ -32,19 +32,25 @@ def test_every_command_defaults_to_the_limits(command):
     args = parser.parse_args(REQUIRED[command])
     assert limits_from(args) == Limits()
     assert args.part_timeout == PART_SECONDS == Settings().part_seconds
-    helps = {action.option_strings[0]: " ".join(action.help.split()) for action in parser._actions if action.option_strings}
+    helps = {action.option_strings[0]: " ".join(action.help.split()) for action in parser._actions
+             if action.option_strings}
     usual = Limits()
     assert f"(default {usual.cell_seconds:g})" in helps["--cell-timeout"]
     assert f"(default {usual.call_seconds:g})" in helps["--call-timeout"]
     assert f"(default {usual.notebook_seconds:g}" in helps["--notebook-timeout"]
     assert f"(default {usual.memory_bytes / MiB:g}" in helps["--memory-mb"]
     if command != "gradescope":
-        assert Settings.from_arguments(args) == replace(Settings(), data_dir=Path(args.data_dir).resolve())
-        assert args.max_restarts == usual.max_restarts and args.grader_memory_mb * MiB == GRADER_MEMORY_BYTES
+        assert Settings.from_arguments(args) == replace(Settings(),
+                                                        data_dir=Path(args.data_dir).resolve())
+        assert (
+            args.max_restarts == usual.max_restarts
+            and args.grader_memory_mb * MiB == GRADER_MEMORY_BYTES
+        )
 
 
 def test_the_option_changes_the_limit():
-    args = subcommand("serve").parse_args(["--cell-timeout", "7", "--memory-mb", "100", "--max-restarts", "1"])
+    args = subcommand("serve").parse_args(["--cell-timeout", "7", "--memory-mb", "100",
+                                           "--max-restarts", "1"])
     assert limits_from(args) == Limits(cell_seconds=7, memory_bytes=100 * MiB, max_restarts=1)
 
 
@@ -58,8 +64,10 @@ def test_the_docs_state_the_defaults():
     text = " ".join((ROOT / "docs" / "GRADING.md").read_text(encoding="utf-8").split())
     stated = dict(re.findall(r"`(--[a-z-]+) (\d+)`", text))
     usual = Limits()
-    expected = {"--cell-timeout": f"{usual.cell_seconds:g}", "--call-timeout": f"{usual.call_seconds:g}",
-                "--part-timeout": f"{PART_SECONDS:g}", "--memory-mb": f"{usual.memory_bytes / MiB:g}",
-                "--notebook-timeout": f"{usual.notebook_seconds:g}", "--max-restarts": f"{usual.max_restarts}",
+    expected = {"--cell-timeout": f"{usual.cell_seconds:g}",
+                "--call-timeout": f"{usual.call_seconds:g}", "--part-timeout": f"{PART_SECONDS:g}",
+                "--memory-mb": f"{usual.memory_bytes / MiB:g}",
+                "--notebook-timeout": f"{usual.notebook_seconds:g}",
+                "--max-restarts": f"{usual.max_restarts}",
                 "--grader-memory-mb": f"{GRADER_MEMORY_BYTES / MiB:g}"}
     assert {option: stated.get(option) for option in expected} == expected

@@ -21,38 +21,52 @@ def merge_pair_in_word(word, pair):  # a later "experiment" that breaks the grad
 """
 
 # learn_bpe picks the best pair with a helper of the notebook, which reads a global setting
-PICK = {"learn_solution": [{"old": "best = max(pair_counts, key=pair_counts.get)", "new": "best = pick(pair_counts)"}]}
+PICK = {"learn_solution": [{"old": "best = max(pair_counts, key=pair_counts.get)",
+                            "new": "best = pick(pair_counts)"}]}
 PICK_HELPER = """
 RULE = {"order": "first"}
 
 def pick(counts):
-    return max(counts, key=counts.get) if RULE["order"] == "first" else max(reversed(list(counts)), key=counts.get)
+    return max(counts, \
+key=counts.get) if RULE["order"] == "first" else max(reversed(list(counts)), key=counts.get)
 """
 
 CASES = {
     # nothing after any test cell changes what a part reaches: one kernel
     "untouched": ({"tokenize": "print('a student cell at the end')"}, None, 1),
     # a new global nobody reads, a demonstration call: still one kernel
-    "harmless": ({"merge": "demo = merge_pair_in_word(['a', 'b', '</w>'], ('a', 'b'))\nprint(demo)"}, None, 1),
+    "harmless": (
+        {"merge": "demo = merge_pair_in_word(['a', 'b', '</w>'], ('a', 'b'))\nprint(demo)"}, None,
+        1,
+    ),
     # a later global named like an attribute the graded code uses (text.split() and a global split):
     # an attribute is no global, so still one kernel
-    "attribute name": ({"initialize": "split = 'a global named like the method text.split'"}, None, 1),
+    "attribute name": (
+        {"initialize": "split = 'a global named like the method text.split'"}, None, 1,
+    ),
     # the graded function redefined after its test cell: merge keeps its points (graded at its
     # place), learn and tokenize, after the change, are graded with the broken one
     "redefined": ({"merge": BROKEN_MERGE}, None, 2),
     # learn_bpe's helper and the global it reads, untouched: one kernel
     "helper kept": ({"pair_frequencies": PICK_HELPER}, PICK, 1),
     # learn_bpe's helper redefined after learn's test cell (learn keeps its points)
-    "helper rebound": ({"pair_frequencies": PICK_HELPER,
-                        "learn": "def pick(counts):\n    return min(counts, key=counts.get)"}, PICK, 2),
+    "helper rebound": (
+        {
+            "pair_frequencies": PICK_HELPER,
+            "learn": "def pick(counts):\n    return min(counts, key=counts.get)",
+        }, PICK, 2,
+    ),
     # a global the helper reads, changed in place after learn's test cell (learn keeps its points)
-    "global mutated": ({"pair_frequencies": PICK_HELPER, "learn": "RULE['order'] = 'last'"}, PICK, 2),
+    "global mutated": (
+        {"pair_frequencies": PICK_HELPER, "learn": "RULE['order'] = 'last'"}, PICK, 2,
+    ),
 }
 
 
 def _toy(tmp_path, name: str, after: dict[str, str], replace: dict | None) -> str:
     """The correct toy notebook with a code cell added after each test cell named in ``after``."""
-    nb = make_submission({"lab": "toy_bpe", "id": name, "fill": "solution", "replace": replace or {}})
+    nb = make_submission({"lab": "toy_bpe", "id": name, "fill": "solution",
+                          "replace": replace or {}})
     cells = []
     for cell in nb.cells:
         cells.append(cell)

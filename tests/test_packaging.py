@@ -27,8 +27,8 @@ from bpe_labs import ROOT as REPO_ROOT
 
 MINORS = range(0, 40)  # Python 3.0 ... 3.39: any range written in the files falls inside
 
-# A pip extra that conda-forge ships as a package of its own.
-# psycopg[binary] (psycopg with a bundled libpq) is conda-forge's psycopg, which depends on libpq itself.
+# A pip extra that conda-forge ships as a package of its own. psycopg[binary] (psycopg with a
+# bundled libpq) is conda-forge's psycopg, which depends on libpq itself.
 CONDA_PACKAGES_OF_EXTRA = {("dask", "distributed"): "distributed", ("psycopg", "binary"): "psycopg"}
 
 
@@ -56,17 +56,25 @@ def conda_dependencies() -> dict[str, SpecifierSet]:
     spec = yaml.safe_load((REPO_ROOT / "environment.yml").read_text(encoding="utf-8"))
     packages = {}
     for entry in spec["dependencies"]:
-        if isinstance(entry, dict):  # the project itself, installed by pip once its dependencies are there
-            assert list(entry) == ["pip"] and entry["pip"][-1] == "--editable .", f"environment.yml: {entry!r}"
-            for line in entry["pip"][:-1]:  # and the packages conda-forge does not ship, by pip before it
+        # the project itself, installed by pip once its dependencies are there
+        if isinstance(entry, dict):
+            assert list(entry) == ["pip"] and entry["pip"][-1] == "--editable .", (
+                f"environment.yml: {entry!r}"
+            )
+            # and the packages conda-forge does not ship, by pip before it
+            for line in entry["pip"][:-1]:
                 requirement = Requirement(line)
-                assert canonicalize_name(requirement.name) in PYPI_ONLY, \
-                    f"environment.yml: {line!r} is in the pip: section, but not one of the packages only PyPI ships"
+                assert canonicalize_name(requirement.name) in PYPI_ONLY, (
+                    f"environment.yml: {line!r} is in the pip: section, but not one of the "
+                    "packages only PyPI ships"
+                )
                 packages[canonicalize_name(requirement.name)] = requirement.specifier
             continue
         if entry == "pip":
             continue
-        assert isinstance(entry, str), f"environment.yml: {entry!r} (a pip: section) is not in requirements.txt's form"
+        assert isinstance(entry, str), (
+            f"environment.yml: {entry!r} (a pip: section) is not in requirements.txt's form"
+        )
         name, bounds = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", entry.strip()).groups()
         packages[canonicalize_name(name)] = SpecifierSet(bounds.replace(" ", ""))
     return packages
@@ -83,17 +91,27 @@ def minors_between(low: str, high: str) -> set[str]:
 def stated_python_ranges() -> dict[str, set[str]]:
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
     two_commands = readme.split("## Two commands", 1)[1].split("\n## ", 1)[0]
-    requirements_header = (REPO_ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()[0]
+    requirements_header = (
+        (REPO_ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()[0]
+    )
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
     ranges = {
-        "README.md (Two commands)": re.search(r"Python (3\.\d+)[–-](3\.\d+)", two_commands).groups(),
-        "requirements.txt (first line)": re.search(r"Python (3\.\d+)[–-](3\.\d+)", requirements_header).groups(),
+        "README.md (Two commands)": re.search(
+            r"Python (3\.\d+)[–-](3\.\d+)", two_commands
+        ).groups(),
+        "requirements.txt (first line)": re.search(
+            r"Python (3\.\d+)[–-](3\.\d+)", requirements_header
+        ).groups(),
     }
     ranges = {where: minors_between(*bounds) for where, bounds in ranges.items()}
-    ranges["pyproject.toml requires-python"] = minors_allowed(SpecifierSet(pyproject["project"]["requires-python"]))
+    ranges["pyproject.toml requires-python"] = minors_allowed(
+        SpecifierSet(pyproject["project"]["requires-python"])
+    )
     ranges["environment.yml python"] = minors_allowed(conda_dependencies()["python"])
-    ranges["Makefile PYTHON_VERSIONS"] = set(re.search(r"^PYTHON_VERSIONS := (.+)$", makefile, re.M).group(1).split())
+    ranges["Makefile PYTHON_VERSIONS"] = set(
+        re.search(r"^PYTHON_VERSIONS := (.+)$", makefile, re.M).group(1).split()
+    )
     return ranges
 
 
@@ -122,21 +140,28 @@ def make(*args: str) -> subprocess.CompletedProcess:
 def test_requirements_and_environment_list_the_same_packages_and_bounds():
     pip, conda = pip_requirements(), conda_dependencies()
     conda.pop("python")
-    assert sorted(pip) == sorted(conda), "requirements.txt and environment.yml must list the same packages"
-    differing = {name: (str(pip[name]), str(conda[name])) for name in pip if pip[name] != conda[name]}
+    assert sorted(pip) == sorted(conda), (
+        "requirements.txt and environment.yml must list the same packages"
+    )
+    differing = {name: (str(pip[name]), str(conda[name])) for name in pip
+                 if pip[name] != conda[name]}
     assert not differing, f"version bounds differ (requirements.txt, environment.yml): {differing}"
 
 
 def test_readme_pyproject_environment_and_makefile_state_the_same_python_range():
     ranges = stated_python_ranges()
     assert all(ranges.values()), ranges
-    assert len({frozenset(r) for r in ranges.values()}) == 1, f"the stated Python ranges differ: {ranges}"
+    assert len({frozenset(r) for r in ranges.values()}) == 1, (
+        f"the stated Python ranges differ: {ranges}"
+    )
 
 
 def test_files_cite_only_tests_that_exist():
     cited = set()
-    for name in ("README.md", "requirements.txt", "environment.yml", "Makefile", "pyproject.toml", ".ci/run"):
-        cited |= set(re.findall(r"tests/[\w/]+\.py", (REPO_ROOT / name).read_text(encoding="utf-8")))
+    for name in ("README.md", "requirements.txt", "environment.yml", "Makefile", "pyproject.toml",
+                 ".ci/run"):
+        cited |= set(re.findall(r"tests/[\w/]+\.py",
+                                (REPO_ROOT / name).read_text(encoding="utf-8")))
     assert "tests/test_packaging.py" in cited
     missing = {path for path in cited if not (REPO_ROOT / path).is_file()}
     assert not missing, f"cited but missing: {sorted(missing)}"
@@ -146,7 +171,8 @@ def test_files_cite_only_tests_that_exist():
 def test_make_accepts_each_supported_python_found_here():
     found = {version: interpreter(version) for version in sorted(supported())}
     found = {version: path for version, path in found.items() if path}
-    found[f"{sys.version_info.major}.{sys.version_info.minor}"] = sys.executable  # the one running the tests
+    # the one running the tests
+    found[f"{sys.version_info.major}.{sys.version_info.minor}"] = sys.executable
     for version, path in found.items():
         result = make("check-python", f"PYTHON={path}")
         assert result.returncode == 0, f"Python {version} ({path}): {result.stderr}"
@@ -159,7 +185,8 @@ def test_make_stops_on_an_unsupported_python_with_one_sentence_before_installing
     if path is None:
         pytest.skip(f"no Python {version} on this machine")
     assert version not in supported()
-    low, high = (pick(supported(), key=lambda v: tuple(map(int, v.split(".")))) for pick in (min, max))
+    low, high = (pick(supported(), key=lambda v: tuple(map(int, v.split("."))))
+                 for pick in (min, max))
     venv = tmp_path / "venv"
     for goal in ("test", "demo"):
         result = make(goal, f"PYTHON={path}", f"VENV={venv}")
@@ -167,7 +194,9 @@ def test_make_stops_on_an_unsupported_python_with_one_sentence_before_installing
         assert result.stderr.startswith(
             f"BPE Labs needs Python {low} to {high}, but {path} is Python {version}: "
             f"run make again with a supported one, e.g. make {goal} PYTHON=python3.12.\n")
-        assert "-m venv" not in result.stdout and not venv.exists(), "the check must come before the venv and pip"
+        assert "-m venv" not in result.stdout and not venv.exists(), (
+            "the check must come before the venv and pip"
+        )
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -183,9 +212,18 @@ def test_the_project_installs_requirements_txt_and_declares_its_course_and_comma
     pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert pyproject["build-system"]["build-backend"] == "setuptools.build_meta"
     assert pyproject["project"]["dynamic"] == ["dependencies"]
-    assert pyproject["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
-    assert pyproject["project"]["entry-points"]["autograder.courses"] == {"bpe_labs": "bpe_labs.course:COURSE"}
+    assert pyproject["tool"]["setuptools"]["dynamic"]["dependencies"] == {
+        "file": ["requirements.txt"]
+    }
+    assert pyproject["project"]["entry-points"]["autograder.courses"] == {
+        "bpe_labs": "bpe_labs.course:COURSE"
+    }
     assert pyproject["project"]["scripts"] == {"bpe-labs": "bpe_labs.cli:script"}
     # make's set-up installs the project after its requirements (then notebooks run from any folder)
-    recipe = (REPO_ROOT / "Makefile").read_text(encoding="utf-8").split("$(VENV)/.installed:", 1)[1].split("\n\n", 1)[0]
+    recipe = (
+        (REPO_ROOT / "Makefile")
+        .read_text(encoding="utf-8")
+        .split("$(VENV)/.installed:", 1)[1]
+        .split("\n\n", 1)[0]
+    )
     assert recipe.index("-r requirements.txt") < recipe.index("--editable .")

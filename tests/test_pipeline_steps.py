@@ -11,16 +11,27 @@ from autograder.kernel import codec
 from autograder.grading import intake
 from autograder.grading.check import free_names
 from bpe_labs.examples import load_cases, make_submission
-from autograder.grading.intake import find_submissions, read_submission, recognise_lab, student_id_from_flat_name
+from autograder.grading.intake import (
+    find_submissions, read_submission, recognise_lab, student_id_from_flat_name,
+)
 from autograder.kernel.session import CallTimeout, KernelSession, Limits
 from autograder.labs import get_lab
 from autograder.grading.repair import repair
 
 plain = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text() | st.binary(),
-    lambda inner: st.lists(inner) | st.lists(inner).map(tuple) | st.dictionaries(st.text(), inner)
-    | st.dictionaries(st.text(), st.integers()).map(collections.Counter),
-    max_leaves=20)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text()
+    | st.binary(),
+    lambda inner: (
+        st.lists(inner)
+        | st.lists(inner).map(tuple)
+        | st.dictionaries(st.text(), inner)
+        | st.dictionaries(st.text(), st.integers()).map(collections.Counter)
+    ), max_leaves=20,
+)
 
 
 @given(plain)
@@ -55,22 +66,32 @@ def test_packing_refuses_what_the_kernel_could_not_rebuild_from_the_standard_lib
     class Sneaky(tuple):
         pass
 
-    for value in (Sneaky(), [len], {"f": lambda: 1}, collections.defaultdict(lambda: 0), [codec.Unsupported("x", "y")]):
+    for value in (Sneaky(), [len], {"f": lambda: 1}, collections.defaultdict(lambda: 0),
+                  [codec.Unsupported("x", "y")]):
         with pytest.raises(TypeError, match="only plain values"):
             codec.pack(value)
     counts = collections.defaultdict(int, a=1)
-    assert codec.unpack(codec.pack(counts)) == counts and codec.unpack(codec.pack(counts)).default_factory is int
+    assert (
+        codec.unpack(codec.pack(counts)) == counts
+        and codec.unpack(codec.pack(counts)).default_factory is int
+    )
 
 
 def test_free_names_are_what_a_cell_uses_but_never_binds():
-    source = "import random as r\nfrom x import y\nz = f(a, r.random())\nfor i in g(): print(i, y, z)\ndef h(k): return k + w\n"
+    source = ("import random as r\nfrom x import y\nz = f(a, r.random())\n"
+              "for i in g(): print(i, y, z)\ndef h(k): return k + w\n")
     assert free_names(source) == ["f", "a", "g", "w"]
 
 
-@pytest.mark.parametrize("name, student", [("jdoe_1234_5678_toy_bpe.ipynb", "jdoe"), ("toy-correct.ipynb", "toy-correct"),
-                                           ("jdoe_LATE_1234_5678_toy_bpe-1.ipynb", "jdoe"), ("jdoe_toy_bpe.ipynb", "jdoe"),
-                                           ("bob_zzz_toy_bpe.ipynb", "bob_zzz"), ("ann_lee.ipynb", "ann_lee"),
-                                           ("Ada Lovelace_99_assignsubmission_file_lab.ipynb", "Ada Lovelace")])
+@pytest.mark.parametrize("name, student",
+                         [("jdoe_1234_5678_toy_bpe.ipynb", "jdoe"),
+                          ("toy-correct.ipynb", "toy-correct"),
+                                           ("jdoe_LATE_1234_5678_toy_bpe-1.ipynb", "jdoe"),
+                                           ("jdoe_toy_bpe.ipynb", "jdoe"),
+                                           ("bob_zzz_toy_bpe.ipynb", "bob_zzz"),
+                                           ("ann_lee.ipynb", "ann_lee"),
+                                           ("Ada Lovelace_99_assignsubmission_file_lab.ipynb",
+                                            "Ada Lovelace")])
 def test_student_id_from_a_flat_folder_is_the_prefix_the_export_wrote(name, student):
     assert student_id_from_flat_name(Path(name)) == student
 
@@ -95,7 +116,8 @@ def test_lab_is_recognised_by_content_when_metadata_is_gone():
     assert recognise_lab(nb) is None
 
 
-@pytest.mark.parametrize("case", [c for c in load_cases() if c["lab"] == "toy_bpe"], ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", [c for c in load_cases() if c["lab"] == "toy_bpe"],
+                         ids=lambda c: c["id"])
 def test_repair_of_an_honest_submission_reports_nothing(case):
     repaired = repair(make_submission(case), get_lab("toy_bpe"))
     assert repaired.integrity == []
@@ -108,7 +130,8 @@ def test_repair_puts_moved_answers_back_and_reports_them():
     nb.cells[answers[0]], nb.cells[answers[-1]] = nb.cells[answers[-1]], nb.cells[answers[0]]
     repaired = repair(nb, get_lab("toy_bpe"))
     assert [s.part_of for s in repaired.program if s.kind == "answer"] == [
-        "initialize_solution", "pair_frequencies_solution", "merge_solution", "learn_solution", "tokenize_solution"]
+        "initialize_solution", "pair_frequencies_solution", "merge_solution", "learn_solution",
+        "tokenize_solution"]
     assert {e.event for e in repaired.integrity} == {"moved"}
 
 
@@ -124,7 +147,8 @@ def test_intake_reports_bad_files_clearly(tmp_path):
 def test_intake_lets_running_out_of_memory_through(tmp_path, monkeypatch):
     """A grader out of room has learnt nothing about the file: no "not a notebook" row for it
     (grade_file turns the MemoryError into a grader_error row that names it)."""
-    nbformat.write(make_submission(next(c for c in load_cases() if c["id"] == "toy-correct")), tmp_path / "fine.ipynb")
+    nbformat.write(make_submission(next(c for c in load_cases() if c["id"] == "toy-correct")),
+                   tmp_path / "fine.ipynb")
 
     def out_of_memory(*args, **kwargs):
         raise MemoryError
@@ -135,20 +159,25 @@ def test_intake_lets_running_out_of_memory_through(tmp_path, monkeypatch):
 
 
 def test_a_builtin_error_that_takes_more_than_a_message_is_still_named():
-    """UnicodeDecodeError(message) itself raises TypeError: the student's error is named, never 'could not be checked'."""
+    """UnicodeDecodeError(message) itself raises TypeError: the
+    student's error is named, never 'could not be checked'."""
     from autograder.course_interface import StudentError, student_error
     from autograder.kernel.calls import CallOutcome
 
     for class_name in ("UnicodeDecodeError", "UnicodeEncodeError", "KeyError"):
         error = CallOutcome.decode(["raised", class_name, True, "bad byte"]).error("decode")
         assert student_error(error) == StudentError("decode", class_name)
-        assert "bad byte" in str(error)  # the hidden test may read it; verdicts.raised never shows it
+        # the hidden test may read it; verdicts.raised never shows it
+        assert "bad byte" in str(error)
     assert type(error) is KeyError
 
 
 def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
-    with KernelSession(tmp_path / "work", Limits(cell_seconds=2, call_seconds=2, memory_bytes=2 * 1024**3)) as session:
-        assert session.run_cell("def f(x):\n    return [x, (x, 'a')]\ndef spin():\n    while True: pass").status == "ok"
+    with KernelSession(
+        tmp_path / "work", Limits(cell_seconds=2, call_seconds=2, memory_bytes=2 * 1024**3)
+    ) as session:
+        assert session.run_cell("def f(x):\n    return [x, (x, 'a')]\ndef spin():\n    while True: "
+                                "pass").status == "ok"
         assert session.call("f", 3) == [3, (3, "a")]
         with pytest.raises(CallTimeout):
             session.call("spin")
@@ -159,8 +188,16 @@ def test_kernel_limits_timeouts_deaths_and_fences(tmp_path):
         assert session.run_cell("x = bytearray(8 * 1024**3)").error.startswith("MemoryError")
         denied = session.run_cell(f"open({str(get_lab('toy_bpe').solution_path)!r}).read()")
         assert denied.status == "error" and "PermissionError" in denied.error
-        assert "PermissionError" in session.run_cell("import subprocess; subprocess.run(['true'])").error
-        assert session.run_cell("import os; print(os.environ.get('NBGRADER_EXECUTION'))", capture=True).stdout.strip() == "None"
+        assert (
+            "PermissionError"
+            in session.run_cell("import subprocess; subprocess.run(['true'])").error
+        )
+        assert (
+            session.run_cell(
+                "import os; print(os.environ.get('NBGRADER_EXECUTION'))", capture=True
+            ).stdout.strip()
+            == "None"
+        )
 
 
 def test_call_each_is_the_loop_in_one_round_trip(tmp_path):
@@ -168,20 +205,27 @@ def test_call_each_is_the_loop_in_one_round_trip(tmp_path):
     from bpe_labs.hidden import call_each
 
     with KernelSession(tmp_path / "work", Limits(call_seconds=5)) as session:
-        session.run_cell("def halve(n):\n    if n == 3:\n        raise ValueError('three')\n    return (n // 2, [n])")
+        session.run_cell("def halve(n):\n    if n == 3:\n        raise ValueError('three')\n    "
+                         "return (n // 2, [n])")
         proxy = StudentFunction(session, "halve", deadline=float("inf"))
         assert call_each(proxy, [(4,), (7,)]) == [proxy(4), proxy(7)] == [(2, [4]), (3, [7])]
         with pytest.raises(ValueError, match="three"):
             list(call_each(proxy, [(4,), (3,), (8,)]))
         session.run_cell("def scaled(n, by=1, *, sign=1):\n    return sign * n * by")
         scaled = StudentFunction(session, "scaled", deadline=float("inf"))
-        assert call_each(scaled, [(2,), (5,)], by=10, sign=-1) == [scaled(2, by=10, sign=-1), scaled(5, sign=-1, by=10)] == [-20, -50], \
-            "keywords go to every call, keyword-only parameters too"
+        assert (
+            call_each(scaled, [(2,), (5,)], by=10, sign=-1)
+            == [scaled(2, by=10, sign=-1), scaled(5, sign=-1, by=10)]
+            == [-20, -50]
+        ), "keywords go to every call, keyword-only parameters too"
         assert call_each(scaled, [(2, 3)]) == [6]
-        session.run_cell("def grab(items, seen=[]):\n    items.append(len(items))\n    return list(items)")
+        session.run_cell("def grab(items, seen=[]):\n    items.append(len(items))\n    return "
+                         "list(items)")
         grab = StudentFunction(session, "grab", deadline=float("inf"))
         shared = [7]
-        assert call_each(grab, [(shared,), (shared,)]) == [[7, 1], [7, 1]], "each call gets arguments of its own, as each call did one at a time"
+        assert call_each(grab, [(shared,), (shared,)]) == [[7, 1], [7, 1]], (
+            "each call gets arguments of its own, as each call did one at a time"
+        )
         assert shared == [7], "the grader's own value is never changed"
     assert call_each(abs, [(-2,), (3,)]) == [2, 3], "outside the grader it is a plain loop"
     assert call_each(sorted, [([2, 1],)], reverse=True) == [[2, 1]]
@@ -194,20 +238,27 @@ def test_call_each_keeps_the_loop_s_order_of_failures_and_each_call_s_time_limit
     from autograder.grading.check import StudentFunction
     from bpe_labs.hidden import call_each
 
-    with KernelSession(tmp_path / "work", Limits(call_seconds=2, interrupt_grace_seconds=2)) as session:
+    with KernelSession(
+        tmp_path / "work", Limits(call_seconds=2, interrupt_grace_seconds=2)
+    ) as session:
         session.run_cell("import time\ndef slow(n):\n    time.sleep(0.3)\n    return n\n"
                          "def stuck(n):\n    while n == 2:\n        pass\n    return n\n"
                          "def fails(n):\n    if n == 2:\n        raise KeyError(n)\n    return n")
         slow = StudentFunction(session, "slow", deadline=float("inf"))
-        assert list(call_each(slow, [(n,) for n in range(8)])) == list(range(8))  # 2.4 s in all (> 2), 0.3 s each
+        # 2.4 s in all (> 2), 0.3 s each
+        assert list(call_each(slow, [(n,) for n in range(8)])) == list(range(8))
         seen = []
         with pytest.raises(CallTimeout):
-            for n, got in zip(range(5), call_each(StudentFunction(session, "stuck", deadline=float("inf")), [(n,) for n in range(5)])):
+            calls = call_each(StudentFunction(session, "stuck", deadline=float("inf")),
+                              [(n,) for n in range(5)])
+            for _, got in zip(range(5), calls):
                 seen.append(got)
         assert seen == [0, 1]
         seen = []
         with pytest.raises(KeyError):
-            for n, got in zip(range(5), call_each(StudentFunction(session, "fails", deadline=float("inf")), [(n,) for n in range(5)])):
+            calls = call_each(StudentFunction(session, "fails", deadline=float("inf")),
+                              [(n,) for n in range(5)])
+            for _, got in zip(range(5), calls):
                 seen.append(got)
         assert seen == [0, 1]
         assert session.call("slow", 5) == 5, "the kernel answers after a call was cut off"

@@ -1,5 +1,5 @@
-"""The README's instructor quickstart, run as written: every ```bash block of the section, in order, in
-one shell, in a scratch folder holding what an instructor has at that point (an LMS's zip of
+"""The README's instructor quickstart, run as written: every ```bash block of the section, in order,
+in one shell, in a scratch folder holding what an instructor has at that point (an LMS's zip of
 hand-ins, made here from the example submissions in Canvas's export names). Its ```csv block is the
 roster file. A step added to the walkthrough (an export, a hand-in to a service) runs here at once;
 add what it must produce to ``CHECKS``.
@@ -40,9 +40,9 @@ def blocks(language: str) -> list[str]:
 
 
 def canvas_zip(roster: str, path: Path) -> None:
-    """Canvas's *Download Submissions*: <login>_<user id>_<submission id>_<uploaded name>, a login with
-    accents written as Canvas writes it: its UTF-8 bytes without the zip's UTF-8 flag (which Python's
-    ``zipfile -e`` reads as cp437)."""
+    """Canvas's *Download Submissions*: <login>_<user id>_<submission id>_<uploaded name>, a
+    login with accents written as Canvas writes it: its UTF-8 bytes without the zip's UTF-8 flag
+    (which Python's ``zipfile -e`` reads as cp437)."""
     students = list(csv.DictReader(io.StringIO(roster)))
     buffer, raw_names = io.BytesIO(), {}
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -72,8 +72,8 @@ def term(tmp_path_factory):
         script += [f"echo '== README block {number}' >&2", block]
     environment = {key: value for key, value in os.environ.items() if key != "BPE_LABS_HOME"}
     environment["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), environment["PATH"]])
-    done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=scratch, env=environment, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=scratch, env=environment,
+                          capture_output=True, text=True, timeout=600)
     return scratch, done, roster
 
 
@@ -88,17 +88,21 @@ def roster_rows(scratch: Path) -> list[dict]:
 
 
 def canvas_matches_grades(scratch: Path) -> bool:
-    """Canvas's import, read by Canvas's rules: each roster student found by their user id, with the score
-    grades.csv has (an empty cell for the one who handed in nothing)."""
+    """Canvas's import, read by Canvas's rules: each roster student found by their user id, with
+    the score grades.csv has (an empty cell for the one who handed in nothing)."""
     scores = {row["student_id"]: row["score"] for row in grades(scratch)}
     students = canvas_gradebook((scratch / "canvas.csv").read_bytes())["students"]
     wanted = {row["user_id"]: scores[row["student_id"]] for row in roster_rows(scratch)}
-    return {user: student["grades"]["12345"] for user, student in students.items()} == wanted and wanted["104"] == ""
+    return {
+        user: student["grades"]["12345"] for user, student in students.items()
+    } == wanted and wanted["104"] == ""
 
 
 def moodle_matches_grades(scratch: Path) -> bool:
-    """Moodle's import, read by Moodle's rules: a row per graded student, found by email, with the score."""
-    scores = {row["student_id"]: float(row["score"]) for row in grades(scratch) if row["status"] == "graded"}
+    """Moodle's import, read by Moodle's rules: a row per
+    graded student, found by email, with the score."""
+    scores = {row["student_id"]: float(row["score"]) for row in grades(scratch)
+              if row["status"] == "graded"}
     _, read, _ = moodle_gradebook((scratch / "moodle.csv").read_bytes(), "email")
     title = get_lab("toy_bpe").title
     return read == {row["email"]: {title: scores[row["student_id"]]} for row in roster_rows(scratch)
@@ -108,8 +112,10 @@ def moodle_matches_grades(scratch: Path) -> bool:
 CHECKS = {  # what each step leaves behind (scratch folder -> true)
     "build": lambda s: "github/our-school/bpe-course/blob/main/notebooks/toy_bpe.ipynb"
                        in (s / "release" / "toy_bpe.ipynb").read_text(encoding="utf-8"),
-    # the zip as it came, its names decoded (the accented login too): the logins of those who handed in
-    "collect": lambda s: {path.name.split("_")[0] for path in (s / "term" / "unpacked" / "submissions").glob("*.ipynb")}
+    # the zip as it came, its names decoded (the accented login too): the logins of those who handed
+    # in
+    "collect": lambda s: {path.name.split("_")[0]
+                          for path in (s / "term" / "unpacked" / "submissions").glob("*.ipynb")}
                          == {row["name"] for row in roster_rows(s)[:len(HAND_INS)]},
     "gradescope": lambda s: zipfile.is_zipfile(s / "toy_bpe-autograder.zip"),
     "grade": lambda s: sorted((r["student_id"], r["status"]) for r in grades(s)) == [
@@ -150,11 +156,13 @@ def test_the_readme_is_a_guide_a_newcomer_finishes_in_ten_minutes():
     linked = set(re.findall(r"\]\((docs/[\w.]+\.md)", README))
     assert {"docs/GRADING.md", "docs/SECURITY.md", "docs/BENCHMARKS.md"} <= linked
     assert all((ROOT / path).is_file() for path in linked)
-    assert "BPE_LABS_HOME" in walkthrough().split("### 2.")[0]  # the build step names the badges' setting
+    # the build step names the badges' setting
+    assert "BPE_LABS_HOME" in walkthrough().split("### 2.")[0]
 
 
 def help_of(command: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "autograder", command, "--help"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "autograder", command, "--help"],
+                          capture_output=True, text=True)
     return " ".join(done.stdout.split())
 
 

@@ -37,7 +37,9 @@ def test_weighted_trainer_on_a_larger_corpus_with_ties():
 
 
 def test_word_frequencies_keep_first_appearance_order():
-    assert list(weighted_bpe.word_frequencies(["b a  b", "c a"]).items()) == [("b", 2), ("a", 2), ("c", 1)]
+    assert list(weighted_bpe.word_frequencies(["b a  b", "c a"]).items()) == [
+        ("b", 2), ("a", 2), ("c", 1),
+    ]
 
 
 def test_weighted_trainer_weights_by_frequency():

@@ -45,13 +45,19 @@ def test_there_are_eight_to_twelve_documents():
 def test_every_document_has_the_five_front_matter_fields(path):
     metadata, body, tokens = ref.process_document(path.read_text(encoding="utf-8"))
     assert set(metadata) == set(ref.FRONT_MATTER_FIELDS)
-    assert all(type(metadata[field]) is str and metadata[field] for field in ("title", "author", "publisher", "summary"))
-    assert type(metadata["tags"]) is list and metadata["tags"] and all(type(tag) is str for tag in metadata["tags"])
+    assert all(type(metadata[field]) is str and metadata[field]
+               for field in ("title", "author", "publisher", "summary"))
+    assert (
+        type(metadata["tags"]) is list
+        and metadata["tags"]
+        and all(type(tag) is str for tag in metadata["tags"])
+    )
     assert not body.startswith("---") and len(tokens) >= 100
 
 
 def test_the_notebook_lists_exactly_the_documents_of_the_folder():
-    """Colab downloads the documents by the names listed in the notebook: they must match the folder."""
+    """Colab downloads the documents by the names listed
+    in the notebook: they must match the folder."""
     notebook = json.loads((ROOT / "solutions" / "corpus_prep.ipynb").read_text(encoding="utf-8"))
     source = next("".join(c["source"]) for c in notebook["cells"] if c.get("id") == "documents")
     listed = json.loads(re.search(r"DOCUMENT_FILES = (\[.*?\])", source).group(1).replace("'", '"'))
@@ -64,12 +70,14 @@ def test_the_notebook_lists_exactly_the_documents_of_the_folder():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("---\ntags: [a, b]\n---\nHello, World", ({"tags": ["a", "b"]}, "Hello, World", ["hello", "world"])),
+        ("---\ntags: [a, b]\n---\nHello, World",
+         ({"tags": ["a", "b"]}, "Hello, World", ["hello", "world"])),
         ("---\ntags:\n  - a\n  - b\n---\n", ({"tags": ["a", "b"]}, "", [])),
         ("---\ntitle: T\n---", ({"title": "T"}, "", [])),
         ("---\n---\n body ", ({}, "body", ["body"])),
         ("  No front matter\n", ({}, "No front matter", ["no", "front", "matter"])),
-        ("---\ntitle: unclosed\nbody", ({}, "---\ntitle: unclosed\nbody", ["title", "unclosed", "body"])),
+        ("---\ntitle: unclosed\nbody",
+         ({}, "---\ntitle: unclosed\nbody", ["title", "unclosed", "body"])),
         ("x\n---\ntitle: T\n---\ny", ({}, "x\n---\ntitle: T\n---\ny", ["x", "title", "t", "y"])),
         ("---\ntitle: T\n---\na\n---\nb", ({"title": "T"}, "a\n---\nb", ["a", "b"])),
         ("Café NAÏVE don't", ({}, "Café NAÏVE don't", ["café", "naïve", "don", "t"])),
@@ -87,7 +95,8 @@ def test_build_corpus_counts_bodies_in_order_of_first_appearance():
 
 
 @FAST
-@given(st.lists(st.lists(st.sampled_from(["the", "The", "tide", "café", "x_1", "7"]), max_size=8), max_size=4))
+@given(st.lists(st.lists(st.sampled_from(["the", "The", "tide", "café", "x_1", "7"]), max_size=8),
+                max_size=4))
 def test_build_corpus_total_is_the_number_of_body_tokens(bodies):
     documents = ["---\ntitle: ignored words\n---\n" + " ".join(body) for body in bodies]
     corpus = ref.build_corpus(documents)
@@ -111,7 +120,8 @@ def test_get_stats_counts_repeated_pairs_and_ignores_single_symbols():
 @pytest.mark.parametrize(
     "pair, vocab, expected",
     [
-        (("e", "s"), {"n e w e s t </w>": 6, "e st </w>": 2, "ne s </w>": 1}, {"n e w es t </w>": 6, "e st </w>": 2, "ne s </w>": 1}),
+        (("e", "s"), {"n e w e s t </w>": 6, "e st </w>": 2, "ne s </w>": 1},
+         {"n e w es t </w>": 6, "e st </w>": 2, "ne s </w>": 1}),
         (("s", "</w>"), {"b u s </w>": 2, "s </w>s </w>": 1}, {"b u s</w>": 2, "s </w>s </w>": 1}),
         (("a", "."), {"a . b </w>": 2, "a x b </w>": 1}, {"a. b </w>": 2, "a x b </w>": 1}),
         (("+", "+"), {"+ + + </w>": 1}, {"++ + </w>": 1}),
@@ -139,7 +149,11 @@ def test_merge_vocab_keeps_words_and_counts(freqs, warmup, data):
     assert list(merged.values()) == list(vocab.values())
     # every occurrence is gone, and the number of symbols drops by the (weighted) pair count or less
     assert pair not in ref.get_stats(merged)
-    assert sum(len(k.split()) * c for k, c in vocab.items()) - sum(len(k.split()) * c for k, c in merged.items()) <= stats[pair]
+    assert (
+        sum(len(k.split()) * c for k, c in vocab.items())
+        - sum(len(k.split()) * c for k, c in merged.items())
+        <= stats[pair]
+    )
 
 
 # --- learn_bpe -----------------------------------------------------------------------------
@@ -199,15 +213,20 @@ def test_split_suffix():
 
 
 def test_learn_bpe_protected_example():
-    merges, vocab = ref.learn_bpe_protected({"walking": 3, "talking": 2, "walked": 2, "sing": 1}, 4, ["ing", "ed"])
+    merges, vocab = ref.learn_bpe_protected({"walking": 3, "talking": 2, "walked": 2, "sing": 1}, 4,
+                                            ["ing", "ed"])
     assert merges == [("a", "l"), ("al", "k"), ("w", "alk"), ("t", "alk")]
     assert vocab == {"walk ing</w>": 3, "talk ing</w>": 2, "walk ed</w>": 2, "s i n g </w>": 1}
 
 
 @FAST
-@given(st.dictionaries(st.tuples(st.text(alphabet="abcd", min_size=1, max_size=5), st.sampled_from(["", "ing", "ed"])).map("".join),
-                       st.integers(min_value=1, max_value=9), max_size=8),
-       st.integers(min_value=0, max_value=25))
+@given(
+    st.dictionaries(
+        st.tuples(
+            st.text(alphabet="abcd", min_size=1, max_size=5), st.sampled_from(["", "ing", "ed"])
+        ).map("".join), st.integers(min_value=1, max_value=9), max_size=8,
+    ), st.integers(min_value=0, max_value=25),
+)
 def test_learn_bpe_protected_never_touches_a_frozen_symbol(freqs, num_merges):
     morphemes = ["ing", "ed"]
     frozen = {"ing</w>", "ed</w>"}
@@ -224,13 +243,20 @@ def test_learn_bpe_protected_never_touches_a_frozen_symbol(freqs, num_merges):
 
 def test_tokenize_protected_entities():
     entities = ["Port", "Port Halden", "Port Halden Bay", "Mira Okonkwo"]
-    assert ref.tokenize_protected("We met MIRA  okonkwo, at port halden bay.", [], entities, []) == [
-        "w", "e", "</w>", "m", "e", "t", "</w>", "mira okonkwo</w>", "a", "t", "</w>", "port halden bay</w>"]
-    assert ref.tokenize_protected("port hal", [], entities, []) == ["port</w>", "h", "a", "l", "</w>"]
+    assert ref.tokenize_protected(
+        "We met MIRA  okonkwo, at port halden bay.", [], entities, []
+    ) == [
+        "w", "e", "</w>", "m", "e", "t", "</w>", "mira okonkwo</w>", "a", "t", "</w>",
+        "port halden bay</w>",
+    ]
+    assert ref.tokenize_protected("port hal", [], entities, []) == ["port</w>", "h", "a", "l",
+                                                                    "</w>"]
     assert ref.tokenize_protected("", [("a", "b")], entities, ["ing"]) == []
 
 
 def test_tokenize_protected_applies_merges_to_the_stem_only():
     merges = [("a", "l"), ("al", "k"), ("k", "i")]
-    assert ref.tokenize_protected("walking sing", merges, [], ["ing"]) == ["w", "alk", "ing</w>", "s", "i", "n", "g", "</w>"]
+    assert ref.tokenize_protected("walking sing", merges, [], ["ing"]) == [
+        "w", "alk", "ing</w>", "s", "i", "n", "g", "</w>",
+    ]
     assert ref.tokenize("walking", merges) == ["w", "alk", "i", "n", "g", "</w>"]

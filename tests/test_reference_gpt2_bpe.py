@@ -96,7 +96,8 @@ def test_merge_is_left_to_right_and_never_overlaps():
 
 
 def library_tokenizer(merges: dict, vocab: list[str]) -> Tokenizer:
-    """`tokenizers`' BPE model with these merges, on all 256 byte symbols, GPT-2 pre-tokenization."""
+    """`tokenizers`' BPE model with these merges, on
+    all 256 byte symbols, GPT-2 pre-tokenization."""
     token_ids: dict[str, int] = {}
     for token in pre_tokenizers.ByteLevel.alphabet() + vocab:
         token_ids.setdefault(token, len(token_ids))

@@ -1,4 +1,5 @@
-"""The NY Constitution lab's references: the greedy tokenizer, the vocabulary builder, the loader, the stand-in.
+"""The NY Constitution lab's references: the greedy tokenizer, the vocabulary builder, the loader,
+the stand-in.
 
 The hidden tests trust ``greedy_vocab`` as the definition of ``build_vocab``; these tests are
 where that trust is earned (properties checked independently of the implementation), where the
@@ -33,7 +34,8 @@ vocab_and_chunk = st.tuples(
 
 
 def notebook_cells(*grade_ids: str) -> str:
-    """Source of the notebook cells with these grade_ids, in notebook order, IPython magics removed."""
+    """Source of the notebook cells with these grade_ids,
+    in notebook order, IPython magics removed."""
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     sources = [cell.source for cell in notebook.cells
                if cell.metadata.get("nbgrader", {}).get("grade_id") in grade_ids]
@@ -142,7 +144,8 @@ def test_build_vocab_properties(chunks, target_size):
 
 
 def test_build_vocab_examples_of_the_notebook():
-    assert ref.build_vocab(["hello world", "hehehe"], 12) == [" ", "d", "e", "h", "l", "o", "r", "w", "he", "hehe", "hel", "hell"]
+    assert ref.build_vocab(["hello world", "hehehe"], 12) == [" ", "d", "e", "h", "l", "o", "r",
+                                                              "w", "he", "hehe", "hel", "hell"]
     assert ref.build_vocab(["abab", "ab"], 5) == ["a", "b", "ab", "abab"]
     assert ref.build_vocab(["ba", "c"], 2) == ["a", "b", "c"]
     assert ref.build_vocab(["hen", "the"], 7) == ["e", "h", "n", "t", "he", "hen", "the"]
@@ -159,14 +162,18 @@ def test_merging_in_place_is_not_greedy_retokenization():
 @settings(max_examples=400, deadline=None)
 @given(chunk_lists, st.integers(min_value=0, max_value=30))
 def test_fast_build_vocab_returns_what_the_definition_returns(chunks, target_size):
-    assert SOLUTION["build_vocab"](list(chunks), target_size) == ref.build_vocab(chunks, target_size)
+    assert SOLUTION["build_vocab"](list(chunks), target_size) == ref.build_vocab(
+        chunks, target_size
+    )
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.sampled_from(["the hen", "then", "the", "hen the then", "", "a"]), max_size=8),
        st.integers(min_value=0, max_value=40))
 def test_fast_build_vocab_with_repeated_word_like_chunks(chunks, target_size):
-    assert SOLUTION["build_vocab"](list(chunks), target_size) == ref.build_vocab(chunks, target_size)
+    assert SOLUTION["build_vocab"](list(chunks), target_size) == ref.build_vocab(
+        chunks, target_size
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -208,7 +215,9 @@ def page_text(html: str) -> str:
 
 
 def test_full_size_standin_has_the_size_of_the_real_page(tmp_path):
-    words = len(page_text(standin.write(tmp_path, full_size=True)[0].read_bytes().decode("cp1252")).split())
+    words = len(
+        page_text(standin.write(tmp_path, full_size=True)[0].read_bytes().decode("cp1252")).split()
+    )
     assert 35_000 <= words <= 45_000
 
 
@@ -237,7 +246,11 @@ def test_loader_decodes_the_standin_without_mojibake(tmp_path):
 
 @pytest.mark.parametrize("label", ["iso-8859-1", "ISO-8859-1", "latin-1", "us-ascii"])
 def test_labels_browsers_read_as_windows_1252(label):
-    raw = f'<meta http-equiv="Content-Type" content="text/html; charset={label}"><p>“£20”</p>'.encode("cp1252")
+    raw = (
+        f'<meta http-equiv="Content-Type" content="text/html; charset={label}"><p>“£20”</p>'.encode(
+            "cp1252"
+        )
+    )
     assert "“£20”" in loader_namespace()["decode_page"](raw)
 
 
@@ -278,7 +291,8 @@ def test_loader_cells_load_the_standin_and_drop_links_and_images(tmp_path, monke
 
 def test_loader_says_what_to_download_when_everything_fails(tmp_path, monkeypatch):
     monkeypatch.delenv("BPE_LABS_DATA", raising=False)
-    monkeypatch.chdir(tmp_path)  # no data/ here, nor in ../data (tmp_path's parent holds no ny01.asp)
+    # no data/ here, nor in ../data (tmp_path's parent holds no ny01.asp)
+    monkeypatch.chdir(tmp_path)
     assert not (tmp_path.parent / "data" / "ny01.asp").exists()
 
     def offline(*args, **kwargs):

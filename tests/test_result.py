@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from autograder.grading.result import (GRADED, STATUSES, CellEvent, GradeResult, IntegrityEvent, MalformedResult, PartScore)
+from autograder.grading.result import (GRADED, STATUSES, CellEvent, GradeResult, IntegrityEvent,
+                               MalformedResult, PartScore)
 from autograder.batch.resume import sign, signed, trusted, unsigned
 
 KEY = b"a test key"
@@ -14,12 +15,15 @@ KEY = b"a test key"
 
 def graded() -> GradeResult:
     return GradeResult(
-        "amy", "/sub/amy_toy_bpe.ipynb", status=GRADED, lab="toy_bpe", sha256="ab" * 32, score=9.5, max_score=11,
+        "amy", "/sub/amy_toy_bpe.ipynb", status=GRADED, lab="toy_bpe", sha256="ab" * 32, score=9.5,
+        max_score=11,
         parts={"merge": PartScore("merge", 2, 2, "all checks passed", "✅ merge('a b') == 'ab'"),
-               "learn": PartScore("learn", 0.5, 3.0, "on a hidden test input, your code raised KeyError")},
+               "learn": PartScore("learn", 0.5, 3.0,
+                                  "on a hidden test input, your code raised KeyError")},
         integrity=[IntegrityEvent("moved", "learn_solution", "the cell stood elsewhere")],
         cells=[CellEvent("cell 9", "added", "error", "NameError: name 'x' is not defined")],
-        seconds=7.25, isolation="landlock-abi7+netns+seccomp+uid", restarts=1, kernels=1, identity="late", sources="cd" * 32)
+        seconds=7.25, isolation="landlock-abi7+netns+seccomp+uid", restarts=1, kernels=1,
+        identity="late", sources="cd" * 32)
 
 
 def test_a_result_survives_json_text_unchanged():
@@ -38,15 +42,21 @@ def test_an_ungraded_row_round_trips_with_its_empty_fields():
 
 
 def test_a_result_file_written_before_the_typed_result_still_reads():
-    """The JSON the grader wrote before (no isolation, restarts or traceback in an ungraded row) loads."""
+    """The JSON the grader wrote before (no isolation,
+    restarts or traceback in an ungraded row) loads."""
     old = {"student_id": "cal", "file": "/sub/cal_toy_bpe.ipynb", "sha256": "ef" * 32, "lab": None,
-           "status": "empty_file", "message": "the file is empty", "score": None, "max_score": None, "parts": {},
+           "status": "empty_file", "message": "the file is empty", "score": None, "max_score": None,
+           "parts": {},
            "integrity": [], "cells": [], "seconds": 0.01, "sources": "cd" * 32, "identity": ""}
     result = GradeResult.from_json(old)
-    assert (result.status, result.isolation, result.restarts, result.kernels, result.traceback) == ("empty_file", None, 0, 0, None)
+    assert (result.status, result.isolation, result.restarts, result.kernels, result.traceback) == (
+        "empty_file", None, 0, 0, None,
+    )
     # a part entry as check.PartResult wrote it, before visible_check was added
     part = {"part_id": "merge", "score": 0, "max_score": 2, "message": "not yet"}
-    assert GradeResult.from_json({**old, "parts": {"merge": part}}).parts["merge"].visible_check == ""
+    assert (
+        GradeResult.from_json({**old, "parts": {"merge": part}}).parts["merge"].visible_check == ""
+    )
 
 
 @pytest.mark.parametrize("change, named", [
@@ -56,10 +66,13 @@ def test_a_result_file_written_before_the_typed_result_still_reads():
     (lambda d: d.update(score=True), "result.score: expected float, got bool"),
     (lambda d: d.update(status="hacked"), "'hacked' is not a status"),
     (lambda d: d.update(parts=[]), "result.parts: expected an object, got list"),
-    (lambda d: d["parts"]["merge"].pop("max_score"), "result.parts.merge: missing field(s) max_score"),
-    (lambda d: d["parts"]["merge"].update(score=None), "result.parts.merge.score: expected float, got NoneType"),
+    (lambda d: d["parts"]["merge"].pop("max_score"),
+     "result.parts.merge: missing field(s) max_score"),
+    (lambda d: d["parts"]["merge"].update(score=None),
+     "result.parts.merge.score: expected float, got NoneType"),
     (lambda d: d["integrity"].append("moved"), "result.integrity[1]: expected an object, got str"),
-    (lambda d: d["cells"][0].update(error=None), "result.cells[0].error: expected str, got NoneType"),
+    (lambda d: d["cells"][0].update(error=None),
+     "result.cells[0].error: expected str, got NoneType"),
     (lambda d: d.update(restarts=1.5), "result.restarts: expected int, got float"),
 ])
 def test_a_malformed_result_is_rejected_naming_the_field(change, named):
@@ -89,7 +102,8 @@ def test_a_signed_result_file_is_trusted_only_intact_and_for_its_file_and_course
 
 
 def test_a_signed_but_malformed_result_file_is_graded_again():
-    """A result file our key signed that this version cannot read (a field since renamed) is not reused."""
+    """A result file our key signed that this version cannot
+    read (a field since renamed) is not reused."""
     data = graded().to_json()
     data["grade"] = data.pop("score")
     sign(data, KEY)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -22,15 +21,23 @@ s003,Cat Kim,BOB@uni.edu
 
 
 def test_roster_columns_are_matched_whatever_their_case_and_section_reaches_canvas(tmp_path):
-    """Was: a roster column `Section` (capital S, as Canvas's gradebook export writes it) was ignored."""
+    """Was: a roster column `Section` (capital S, as
+    Canvas's gradebook export writes it) was ignored."""
     path = tmp_path / "roster.csv"
-    path.write_text("Student_ID,Name,User_ID,Section,SIS User ID\ns001,Ann Lee,101,Lab A,A-17\n", encoding="utf-8")
+    path.write_text("Student_ID,Name,User_ID,Section,SIS User ID\ns001,Ann Lee,101,Lab A,A-17\n",
+                    encoding="utf-8")
     (entry,) = read_roster(path)
-    assert (entry.student_id, entry.user_id, entry.section, entry.sis_user_id) == ("s001", "101", "Lab A", "A-17")
-    graded = GradeResult("s001", "ann_toy_bpe.ipynb", status="graded", lab="toy_bpe", score=11, max_score=11)
+    assert (entry.student_id, entry.user_id, entry.section, entry.sis_user_id) == (
+        "s001", "101", "Lab A", "A-17",
+    )
+    graded = GradeResult("s001", "ann_toy_bpe.ipynb", status="graded", lab="toy_bpe", score=11,
+                         max_score=11)
     rows, _ = canvas.table(build([graded], read_roster(path), {"toy_bpe": "9001"}))
     header, student = rows[0], rows[2]
-    assert student[header.index("Section")] == "Lab A" and student[header.index("SIS User ID")] == "A-17"
+    assert (
+        student[header.index("Section")] == "Lab A"
+        and student[header.index("SIS User ID")] == "A-17"
+    )
 
 
 def test_a_duplicate_student_id_or_email_gets_one_line_each(tmp_path):
@@ -45,19 +52,24 @@ def test_a_duplicate_student_id_or_email_gets_one_line_each(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["grade", "export"])
-def test_the_commands_refuse_a_roster_with_duplicates_in_one_line_each_and_exit_2(tmp_path, command):
-    """Was: `grade --roster` took a duplicate student_id without a word (and `export` named the first
-    duplicate only, never a duplicate e-mail)."""
+def test_the_commands_refuse_a_roster_with_duplicates_in_one_line_each_and_exit_2(
+    tmp_path, command
+):
+    """Was: `grade --roster` took a duplicate student_id without a word (and `export` named the
+    first duplicate only, never a duplicate e-mail)."""
     (tmp_path / "roster.csv").write_text(DUPLICATES, encoding="utf-8")
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "ann_toy_bpe.ipynb").write_bytes(b"")  # nothing to run: the roster is the point
+    # nothing to run: the roster is the point
+    (tmp_path / "sub" / "ann_toy_bpe.ipynb").write_bytes(b"")
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "rows.json").write_text("{}")
     arguments = {
         "grade": ["grade", str(tmp_path / "sub"), "--out", str(tmp_path / "new-out"), "--quiet"],
-        "export": ["export", str(tmp_path / "out"), "--format", "canvas", "--out", str(tmp_path / "canvas.csv")],
+        "export": ["export", str(tmp_path / "out"), "--format", "canvas", "--out",
+                   str(tmp_path / "canvas.csv")],
     }[command]
-    done = subprocess.run([sys.executable, "-m", "autograder", *arguments, "--roster", str(tmp_path / "roster.csv")],
+    done = subprocess.run([sys.executable, "-m", "autograder", *arguments, "--roster",
+                           str(tmp_path / "roster.csv")],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done
     assert "Traceback" not in done.stderr

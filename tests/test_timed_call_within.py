@@ -1,6 +1,6 @@
-"""A speed check's cut (``timed_call_within``): a student's call is stopped at the check's limit, even below the
-usual limit of a call, so that a too-slow answer costs the limit and no more; ``timed_call`` keeps the usual
-limit as its least. Through a real kernel."""
+"""A speed check's cut (``timed_call_within``): a student's call is stopped at the check's limit,
+even below the usual limit of a call, so that a too-slow answer costs the limit and no more;
+``timed_call`` keeps the usual limit as its least. Through a real kernel."""
 import tempfile
 import time
 from pathlib import Path
@@ -15,8 +15,11 @@ from autograder.kernel.session import CallTimeout, KernelSession, Limits
 @pytest.fixture(scope="module")
 def sleeper():
     with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
-        with KernelSession(Path(folder) / "work", Limits(cell_seconds=20, call_seconds=60)) as session:
-            session.run_cell("import time\ndef sleeper(seconds):\n    time.sleep(seconds)\n    return seconds")
+        with KernelSession(
+            Path(folder) / "work", Limits(cell_seconds=20, call_seconds=60)
+        ) as session:
+            session.run_cell("import time\ndef sleeper(seconds):\n    time.sleep(seconds)\n    "
+                             "return seconds")
             yield StudentFunction(session, "sleeper", deadline=time.monotonic() + 300)
 
 

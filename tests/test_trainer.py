@@ -107,7 +107,9 @@ def test_byte_ties_compare_the_space_as_a_byte(train):
     """
     word_counts = pretokenize.count_pretokens("za a za a")
     assert word_counts == {"za": 1, "Ġa": 2, "Ġza": 1}
-    assert train(word_counts, 5, mode="byte", tie="lexicographic") == [("z", "a"), ("Ġ", "a"), ("Ġ", "za")]
+    assert train(word_counts, 5, mode="byte", tie="lexicographic") == [
+        ("z", "a"), ("Ġ", "a"), ("Ġ", "za"),
+    ]
 
 
 @pytest.mark.parametrize("train", TRAINERS)
@@ -125,7 +127,8 @@ def test_byte_ties_compare_non_ascii_bytes(train):
     merges = train(word_counts, 5, mode="byte", tie="lexicographic")
     assert merges == [("â", "Ĥ"), ("âĤ", "¬"), ("Ã", "©"), ("Ġ", "âĤ¬")]
     as_bytes = [(pretokenize.symbol_bytes(a), pretokenize.symbol_bytes(b)) for a, b in merges]
-    assert as_bytes == [(b"\xe2", b"\x82"), (b"\xe2\x82", b"\xac"), (b"\xc3", b"\xa9"), (b" ", "€".encode())]
+    assert as_bytes == [(b"\xe2", b"\x82"), (b"\xe2\x82", b"\xac"), (b"\xc3", b"\xa9"),
+                        (b" ", "€".encode())]
 
 
 @pytest.mark.parametrize("train", TRAINERS)
@@ -133,8 +136,11 @@ def test_byte_mode_refuses_other_characters(train):
     """Byte mode's symbols are GPT-2's 256 byte characters; "😀" must be written ``ðŁĺĢ``."""
     with pytest.raises(ValueError, match="byte characters"):
         train({"😀": 1}, 3, mode="byte")
-    # F0 9F 98 80: the greatest pair of bytes is (F0, 9F), although "Ł" (9F, U+0141) is the greatest character
-    assert train(pretokenize.count_pretokens("😀"), 1, mode="byte", tie="lexicographic") == [("ð", "Ł")]
+    # F0 9F 98 80: the greatest pair of bytes is (F0, 9F), although "Ł" (9F, U+0141) is the greatest
+    # character
+    assert train(pretokenize.count_pretokens("😀"), 1, mode="byte", tie="lexicographic") == [
+        ("ð", "Ł")
+    ]
 
 
 @pytest.mark.parametrize("train", TRAINERS)
@@ -223,14 +229,17 @@ EOT = "<|endoftext|>"
 
 @pytest.mark.parametrize("mode", ["char", "byte"])
 def test_special_tokens_are_never_merged_across(mode):
-    """``ab<|endoftext|>ab<|endoftext|>``: only ``ab`` twice is left once the special tokens cut the text.
+    """``ab<|endoftext|>ab<|endoftext|>``: only ``ab`` twice is left once the special tokens cut the
+    text.
 
     Without ``special_tokens`` the pre-tokens ``<|``, ``endoftext``, ``|>`` (byte mode) or the
     word ``ab<|endoftext|>ab<|endoftext|>`` (char mode) would be merged too.
     """
     text = f"ab{EOT}ab{EOT}"
     end = [("ab", "</w>")] if mode == "char" else []
-    assert fast_trainer.train_bpe_on_text(text, 10, mode, special_tokens=[EOT]) == [("a", "b")] + end
+    assert (
+        fast_trainer.train_bpe_on_text(text, 10, mode, special_tokens=[EOT]) == [("a", "b")] + end
+    )
     merged = "".join(a + b for a, b in fast_trainer.train_bpe_on_text(text, 10, mode))
     assert "<" in merged and "|" in merged
     # "b<|endoftext|>c": nothing spans the special token, so in byte mode no pair is left at all
@@ -238,7 +247,9 @@ def test_special_tokens_are_never_merged_across(mode):
 
 
 def test_longer_special_token_wins():
-    assert pretokenize.split_on_special_tokens("a<|x|><|x|>b<|x|>c", ["<|x|>", "<|x|><|x|>"]) == ["a", "b", "c"]
+    assert pretokenize.split_on_special_tokens("a<|x|><|x|>b<|x|>c", ["<|x|>", "<|x|><|x|>"]) == [
+        "a", "b", "c",
+    ]
     assert pretokenize.split_on_special_tokens("a.b", []) == ["a.b"]
 
 
@@ -257,7 +268,9 @@ CS336_TEXT = EOT.join(STORIES * 3)
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-def train_from_bytes(text: str, num_merges: int, special_tokens: list[str]) -> list[tuple[bytes, bytes]]:
+def train_from_bytes(
+    text: str, num_merges: int, special_tokens: list[str]
+) -> list[tuple[bytes, bytes]]:
     """CS336's definition written on bytes, from scratch: no printable characters anywhere.
 
     Cut at special tokens, pre-tokenize with the GPT-2 pattern, count each pre-token's
@@ -283,12 +296,14 @@ def train_from_bytes(text: str, num_merges: int, special_tokens: list[str]) -> l
             break
         best = max(pairs.items(), key=lambda item: (item[1], item[0]))[0]
         merges.append(best)
-        words = [(tuple(simple_trainer.merge_symbols(list(symbols), best)), count) for symbols, count in words]
+        words = [(tuple(simple_trainer.merge_symbols(list(symbols), best)), count)
+                 for symbols, count in words]
     return merges
 
 
 def test_cs336_style_run_matches_the_definition_on_bytes():
-    """vocab 400 with one special token: 400 - 256 - 1 = 143 merges, each as the bytes definition learns them."""
+    """vocab 400 with one special token: 400 - 256 - 1 = 143
+    merges, each as the bytes definition learns them."""
     vocab, merges = fast_trainer.train_byte_level_bpe(CS336_TEXT, 400, [EOT])
     assert len(merges) == 143
     assert merges == train_from_bytes(CS336_TEXT, 143, [EOT])
@@ -296,7 +311,8 @@ def test_cs336_style_run_matches_the_definition_on_bytes():
     assert [vocab[byte] for byte in range(256)] == [bytes([byte]) for byte in range(256)]
     assert vocab[256] == EOT.encode()
     assert [vocab[257 + rank] for rank in range(143)] == [a + b for a, b in merges]
-    assert not any(b"<" in a + b or b"|" in a + b for a, b in merges)  # the text has neither outside EOT
+    # the text has neither outside EOT
+    assert not any(b"<" in a + b or b"|" in a + b for a, b in merges)
     assert (b"\xc3", b"\xab") in merges  # the "ë" of Zoë, two bytes, made one token
 
 
@@ -316,7 +332,9 @@ def test_byte_lexicographic_rule_is_the_bytes_definition(text, num_merges):
     counts = pretokenize.count_pretokens(text)
     for train in TRAINERS:
         merges = train(counts, num_merges, "byte", "lexicographic")
-        assert [(pretokenize.symbol_bytes(a), pretokenize.symbol_bytes(b)) for a, b in merges] == expected
+        assert [
+            (pretokenize.symbol_bytes(a), pretokenize.symbol_bytes(b)) for a, b in merges
+        ] == expected
 
 
 # --- word counting -------------------------------------------------------------------
@@ -330,7 +348,9 @@ def test_count_words_parallel_is_the_same_dict(monkeypatch):
     text = " ".join(rng.choice(["the", "cat", "sat", "on", "a", "mat", "x" * rng.randint(1, 9)])
                     for _ in range(5000))
     monkeypatch.setattr(pretokenize, "PARALLEL_MIN_CHARS", 100)  # take the two-process path
-    assert list(pretokenize.count_words_parallel(text).items()) == list(pretokenize.count_words(text).items())
+    assert list(pretokenize.count_words_parallel(text).items()) == list(
+        pretokenize.count_words(text).items()
+    )
 
 
 # --- fast == simple on random corpora --------------------------------------------------
@@ -343,7 +363,9 @@ BYTE_ALPHABETS = ["ab", "aab", "Ġa", "ĠaĠz", "ĠzĤ©Ã", "aĤ©", "ĠĠa©"]
 
 
 # Words made of whole "</w>" pieces make the end-of-word symbol again (char mode).
-TOKEN_WORDS = st.lists(st.sampled_from(["</w>", "a", "b", "<"]), min_size=1, max_size=5).map("".join)
+TOKEN_WORDS = st.lists(st.sampled_from(["</w>", "a", "b", "<"]), min_size=1, max_size=5).map(
+    "".join
+)
 
 
 @st.composite
@@ -351,7 +373,8 @@ def word_counts(draw, mode="char"):
     alphabet = draw(st.sampled_from(ALPHABETS if mode == "char" else BYTE_ALPHABETS))
     word = draw(st.sampled_from([st.text(alphabet=alphabet, min_size=1, max_size=9), TOKEN_WORDS]))
     words = draw(st.lists(word, min_size=1, max_size=12, unique=True))
-    counts = draw(st.lists(st.one_of(st.integers(1, 3), st.integers(1, 60)), min_size=len(words), max_size=len(words)))
+    counts = draw(st.lists(st.one_of(st.integers(1, 3), st.integers(1, 60)), min_size=len(words),
+                           max_size=len(words)))
     return dict(zip(words, counts))
 
 
@@ -366,7 +389,8 @@ def test_fast_equals_simple_on_word_counts(data, num_merges, mode, tie):
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="ab c\né€", max_size=80), st.integers(0, 30), st.sampled_from(TIES))
 def test_fast_equals_simple_on_texts(text, num_merges, tie):
-    for word_counts_of, mode in [(pretokenize.count_words, "char"), (pretokenize.count_pretokens, "byte")]:
+    for word_counts_of, mode in [(pretokenize.count_words, "char"),
+                                 (pretokenize.count_pretokens, "byte")]:
         counts = word_counts_of(text)
         expected = simple_trainer.train_bpe(counts, num_merges, mode, tie)
         assert fast_trainer.train_bpe(counts, num_merges, mode, tie) == expected
@@ -399,7 +423,8 @@ def test_fast_equals_simple_with_huge_counts(counts, num_merges, tie, scale):
 @settings(max_examples=60, deadline=None)
 @given(st.data(), st.integers(0, 30), st.sampled_from(["char", "byte"]), st.sampled_from(TIES))
 def test_fast_equals_simple_when_the_packed_sort_would_overflow(data, num_merges, mode, tie):
-    """The initial index falls back to a stable argsort when (pair, position) would not fit an int64."""
+    """The initial index falls back to a stable argsort
+    when (pair, position) would not fit an int64."""
     counts = data.draw(word_counts(mode))
     original = fast_trainer.PACKED_SORT_BELOW
     fast_trainer.PACKED_SORT_BELOW = 0  # hypothesis and monkeypatch do not mix: restore by hand
@@ -432,7 +457,9 @@ def test_corpus_layout_and_initial_index():
 def test_every_other_place_in_a_run_of_the_same_symbol():
     """Places of (a, a) at 0, 1, 2, 3 (``a a a a a``) and 7: left to right takes 0, 2 and 7."""
     next_pos = np.arange(1, 11)
-    assert fast_trainer._every_other_in_runs(np.array([0, 1, 2, 3, 7]), next_pos).tolist() == [0, 2, 7]
+    assert fast_trainer._every_other_in_runs(np.array([0, 1, 2, 3, 7]), next_pos).tolist() == [
+        0, 2, 7,
+    ]
     assert fast_trainer._every_other_in_runs(np.array([0, 2, 4]), next_pos).tolist() == [0, 2, 4]
 
 

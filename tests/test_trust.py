@@ -60,7 +60,8 @@ def as_full_marks(result):
     result.update(status="graded", score=11.0, max_score=11.0, lab="toy_bpe")
 
 
-@pytest.mark.parametrize("tamper", ["edited", "checksum-recomputed-without-key", "checksum-removed"])
+@pytest.mark.parametrize("tamper",
+                         ["edited", "checksum-recomputed-without-key", "checksum-removed"])
 def test_resume_regrades_a_result_that_was_changed(tmp_path, folder, key, monkeypatch, tamper):
     out = tmp_path / "out"
     grade_folder(folder, out, workers=0, progress=False)
@@ -71,7 +72,9 @@ def test_resume_regrades_a_result_that_was_changed(tmp_path, folder, key, monkey
         if tamper == "checksum-recomputed-without-key":
             import hashlib
 
-            body = json.dumps({k: v for k, v in result.items() if k != "checksum"}, sort_keys=True).encode()
+            body = json.dumps(
+                {k: v for k, v in result.items() if k != "checksum"}, sort_keys=True
+            ).encode()
             result["checksum"] = hashlib.sha256(body).hexdigest()
         elif tamper == "checksum-removed":
             del result["checksum"]
@@ -114,21 +117,30 @@ def copy_of_course(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("attack", ["reference-edited", "solution-replaced", "module-added", "file-removed"])
-def test_a_batch_stops_when_a_course_file_changes_while_grading(tmp_path, folder, key, monkeypatch, attack):
-    """As a kernel that broke out would: change what the hidden tests import, after the first file."""
+@pytest.mark.parametrize("attack",
+                         ["reference-edited", "solution-replaced", "module-added", "file-removed"])
+def test_a_batch_stops_when_a_course_file_changes_while_grading(tmp_path, folder, key, monkeypatch,
+                                                                attack):
+    """As a kernel that broke out would: change what the
+    hidden tests import, after the first file."""
     root = copy_of_course(tmp_path / "course")
-    # the copy's notebooks through the course's folders; its modules by path (the import system finds the originals)
-    copy = replace(COURSE, root=root, solutions=root / "solutions", notebooks=root / "notebooks", trusted_modules=())
-    modules = [root / "bpe_labs" / "hidden.py", *sorted((root / "bpe_labs" / "reference").glob("*.py"))]
-    guard = CourseGuard(course_files(["toy_bpe"], copy) + modules, [root / "bpe_labs" / "reference"])
+    # the copy's notebooks through the course's folders; its modules by path (the import system
+    # finds the originals)
+    copy = replace(COURSE, root=root, solutions=root / "solutions", notebooks=root / "notebooks",
+                   trusted_modules=())
+    modules = [root / "bpe_labs" / "hidden.py",
+               *sorted((root / "bpe_labs" / "reference").glob("*.py"))]
+    guard = CourseGuard(course_files(["toy_bpe"], copy) + modules,
+                        [root / "bpe_labs" / "reference"])
     assert len(guard.files) == 5
 
     def grade_file(path, student_id, settings):
         result = real_grade_file(path, student_id, settings)
         reference = root / "bpe_labs" / "reference"
         if attack == "reference-edited":
-            (reference / "char_bpe.py").write_text((reference / "char_bpe.py").read_text() + "\nFORGED = True\n")
+            (reference / "char_bpe.py").write_text(
+                (reference / "char_bpe.py").read_text() + "\nFORGED = True\n"
+            )
         elif attack == "solution-replaced":
             (root / "solutions" / "toy_bpe.ipynb").write_text("{}")
         elif attack == "module-added":
@@ -144,11 +156,13 @@ def test_a_batch_stops_when_a_course_file_changes_while_grading(tmp_path, folder
     assert not list((out / "results").glob("*.json")), "nothing graded after the change is kept"
 
 
-def test_the_grade_command_refuses_to_go_on_after_a_course_change(tmp_path, folder, key, monkeypatch, capsys):
+def test_the_grade_command_refuses_to_go_on_after_a_course_change(tmp_path, folder, key,
+                                                                  monkeypatch, capsys):
     from autograder.cli import main
 
     def changed(*args, **kwargs):
-        raise CourseChanged("course files changed while grading, so no further result can be trusted: x")
+        raise CourseChanged("course files changed while grading, so no further result can be "
+                            "trusted: x")
 
     monkeypatch.setattr(batch, "grade_folder", changed)
     assert main(["grade", str(folder), "--out", str(tmp_path / "out"), "--quiet"]) == 2

@@ -1,5 +1,5 @@
-"""A part's message is written from the grader's own facts: the failing assert's text as the hidden-test
-source writes it, never a value that came out of a kernel (autograder/verdicts.py).
+"""A part's message is written from the grader's own facts: the failing assert's text as the
+hidden-test source writes it, never a value that came out of a kernel (autograder/verdicts.py).
 
 Reference: hidden-test sources written here, run in this process the way check.py runs them, with a
 "returned" value that stands for what a kernel sent back after it had seen hidden inputs.
@@ -59,23 +59,37 @@ def test_an_assert_the_source_does_not_have_gets_the_generic_sentence():
 
 def test_too_slow_says_the_measured_multiple_and_the_sources_advice_only():
     source = 'assert_fast_enough(1, 1, 10, "count each distinct word once")'
-    assert verdicts.assertion_text(verdicts.TooSlow("count each distinct word once", 23.456, 10), source, "x") == (
-        "count each distinct word once (your code took 23.5× the reference's time, measured in this grading run; the limit is 10×)")
-    assert verdicts.assertion_text(verdicts.TooSlow("ZZSECRET", 2, 1), source, "x").startswith("your code is too slow (")
+    assert verdicts.assertion_text(
+        verdicts.TooSlow("count each distinct word once", 23.456, 10), source, "x"
+    ) == (
+        "count each distinct word once (your code took 23.5× the reference's time, measured in "
+        "this grading run; the limit is 10×)"
+    )
+    assert verdicts.assertion_text(verdicts.TooSlow("ZZSECRET", 2, 1), source, "x").startswith(
+        "your code is too slow ("
+    )
 
 
 def test_an_error_met_through_a_bridge_is_named_after_the_students_method():
-    """Lab 7's hidden tests call ``Tokenizer.encode`` through the given ``tokenizer_results``: the
-    feedback names the method (was: the bridge, because the renaming read an older form of the mark)."""
+    """Lab 7's hidden tests call ``Tokenizer.encode`` through the given ``tokenizer_results``:
+    the feedback names the method (was: the bridge, because the renaming read an older form of
+    the mark)."""
     from autograder.course_interface import StudentError, mark_student_error, student_error
     from bpe_labs.hidden import reported_as
 
-    error = mark_student_error(KeyError("the kernel's own text"), StudentError("tokenizer_results", "KeyError"))
+    error = mark_student_error(KeyError("the kernel's own text"),
+                               StudentError("tokenizer_results", "KeyError"))
     with pytest.raises(KeyError) as caught, reported_as("tokenizer_results", "Tokenizer.encode"):
         raise error
-    assert verdicts.raised(student_error(caught.value)) == "on a hidden test input, Tokenizer.encode raised KeyError"
+    assert (
+        verdicts.raised(student_error(caught.value))
+        == "on a hidden test input, Tokenizer.encode raised KeyError"
+    )
     # another function's error keeps its name
     other = mark_student_error(ValueError("x"), StudentError("pretokenize", "ValueError"))
     with pytest.raises(ValueError) as caught, reported_as("tokenizer_results", "Tokenizer.encode"):
         raise other
-    assert verdicts.raised(student_error(caught.value)) == "on a hidden test input, pretokenize raised ValueError"
+    assert (
+        verdicts.raised(student_error(caught.value))
+        == "on a hidden test input, pretokenize raised ValueError"
+    )

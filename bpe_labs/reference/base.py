@@ -1,10 +1,12 @@
-"""The primitives every BPE of this folder is built from, each written once (as minbpe keeps them in ``base.py``).
+"""The primitives every BPE of this folder is built from, each written once (as minbpe keeps them in
+``base.py``).
 
 Each lab's reference module keeps the names and signatures its lab teaches and calls these.
 
 * symbols and pairs: ``word_to_symbols``, ``count_pairs``, ``merge_pair``, ``apply_merges``;
 * the tie rules: ``most_frequent_pair``;
-* GPT-2's byte level: ``pretokenize_gpt2``, ``BYTE_CHARACTERS``, ``BYTE_OF_CHARACTER``, ``symbol_bytes``.
+* GPT-2's byte level: ``pretokenize_gpt2``, ``BYTE_CHARACTERS``, ``BYTE_OF_CHARACTER``,
+  ``symbol_bytes``.
 
     >>> words = [(word_to_symbols("low"), 2), (word_to_symbols("lower"), 1)]
     >>> pair = most_frequent_pair(count_pairs(words))
@@ -89,7 +91,9 @@ def apply_merges(symbols: Sequence[str], merges: Iterable[Pair]) -> list[str]:
     return symbols
 
 
-def most_frequent_pair(counts: Mapping[Pair, int], tie_key: Callable[[Pair], object] | None = None) -> Pair | None:
+def most_frequent_pair(
+    counts: Mapping[Pair, int], tie_key: Callable[[Pair], object] | None = None
+) -> Pair | None:
     """The pair with the highest count; ``None`` when no count is positive.
 
     On equal counts the pair counted first wins (the first of them in ``counts``' order), or,
@@ -120,7 +124,8 @@ _GPT2_PRE_TOKENIZER = ByteLevel(add_prefix_space=False)
 
 
 def pretokenize_gpt2(text: str) -> list[str]:
-    """GPT-2's pre-tokens of ``text``, every byte shown as one printable character, a space as ``Ġ``.
+    """GPT-2's pre-tokens of ``text``, every byte shown as one printable character, a space as
+    ``Ġ``.
 
     >>> pretokenize_gpt2("a  b.")
     ['a', 'Ġ', 'Ġb', '.']
@@ -143,7 +148,8 @@ def gpt2_byte_characters() -> list[str]:
     >>> sorted(characters) == sorted(ByteLevel.alphabet())
     True
     """
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+                 *range(ord("®"), ord("ÿ") + 1)]
     characters, next_free = [], 256
     for byte in range(256):
         if byte in printable:

@@ -56,7 +56,8 @@ def split_on_special_tokens(text: str, special_tokens: list[str]) -> list[str]:
 
 
 def pretokenize(text: str, special_tokens: list[str]) -> list[str]:
-    """Special tokens whole, every other piece cut with GPT-2's pattern; the pieces join to ``text``.
+    """Special tokens whole, every other piece cut with GPT-2's pattern; the pieces join to
+    ``text``.
 
     >>> pretokenize("It's 2024!<|endoftext|>  ok", ["<|endoftext|>"])
     ['It', "'s", ' 2024', '!', '<|endoftext|>', ' ', ' ok']
@@ -67,7 +68,8 @@ def pretokenize(text: str, special_tokens: list[str]) -> list[str]:
 
 
 def fix_surrogates(text: str) -> str:
-    """``text`` with every lone surrogate as U+FFFD (a pair written as two code points joined), as tiktoken does.
+    """``text`` with every lone surrogate as U+FFFD (a pair written as two code points joined), as
+    tiktoken does.
 
     >>> fix_surrogates("a\\ud800b"), fix_surrogates("\\ud83d\\ude00") == "😀"
     ('a�b', True)
@@ -75,12 +77,17 @@ def fix_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def train_bpe_on_text(text: str, vocab_size: int, special_tokens: list[str]) -> tuple[Vocab, Merges]:
-    """``train_bpe`` on ``text`` itself: the byte-level trainer on GPT-2's pre-tokens (regular expression)."""
+def train_bpe_on_text(
+    text: str, vocab_size: int, special_tokens: list[str]
+) -> tuple[Vocab, Merges]:
+    """``train_bpe`` on ``text`` itself: the byte-level
+    trainer on GPT-2's pre-tokens (regular expression)."""
     return train_byte_level_bpe(text, vocab_size, special_tokens, split=split_gpt2)
 
 
-def train_bpe(input_path: str | os.PathLike, vocab_size: int, special_tokens: list[str]) -> tuple[Vocab, Merges]:
+def train_bpe(
+    input_path: str | os.PathLike, vocab_size: int, special_tokens: list[str]
+) -> tuple[Vocab, Merges]:
     """CS336's ``train_bpe``: the UTF-8 text of ``input_path``, trained to ``vocab_size`` tokens.
 
     ``vocab``: ids 0-255 the bytes, then the special tokens in the order given, then ``a + b`` per
@@ -111,7 +118,8 @@ class Tokenizer:
         self.vocab = dict(vocab)
         self.merges = list(merges)
         self.special_tokens = list(special_tokens or [])
-        for special in self.special_tokens:  # a special token missing from the vocabulary gets the next id
+        # a special token missing from the vocabulary gets the next id
+        for special in self.special_tokens:
             if special.encode("utf-8") not in self.vocab.values():
                 self.vocab[max(self.vocab, default=-1) + 1] = special.encode("utf-8")
         self.token_ids = {token: token_id for token_id, token in self.vocab.items()}
@@ -129,9 +137,10 @@ class Tokenizer:
         return ids
 
     def encode_iterable(self, iterable: Iterable[str]) -> Iterator[int]:
-        """The ids of ``encode("".join(iterable))``, read lazily: when a line arrives, every pre-token
-        of the text held but the last is final (a line ends with whitespace, and the regular expression
-        decides a pre-token at most at the next one), so only the last is held back.
+        """The ids of ``encode("".join(iterable))``, read lazily: when a line arrives, every
+        pre-token of the text held but the last is final (a line ends with whitespace, and the
+        regular expression decides a pre-token at most at the next one), so only the last is held
+        back.
 
         >>> tokenizer = Tokenizer({i: bytes([i]) for i in range(256)}, [])
         >>> list(tokenizer.encode_iterable(["a\\n", "\\n"])) == tokenizer.encode("a\\n\\n")
@@ -153,7 +162,8 @@ class Tokenizer:
     @classmethod
     def from_files(cls, vocab_path: str | os.PathLike, merges_path: str | os.PathLike,
                    special_tokens: list[str] | None = None) -> "Tokenizer":
-        """A tokenizer from files in GPT-2's format (``encoder.json``/``vocab.json``, ``vocab.bpe``/``merges.txt``)."""
+        """A tokenizer from files in GPT-2's format
+        (``encoder.json``/``vocab.json``, ``vocab.bpe``/``merges.txt``)."""
         with open(vocab_path, encoding="utf-8") as file:
             printable_vocab = json.load(file)
         vocab = {int(token_id): token_bytes(token) for token, token_id in printable_vocab.items()}
@@ -188,19 +198,22 @@ def printable_token(token: bytes) -> str:
 
 
 def gpt2_files_text(vocab: Vocab, merges: Merges) -> tuple[str, str]:
-    """The texts of GPT-2's two files (``encoder.json``, ``vocab.bpe``) for ``vocab`` and ``merges``.
+    """The texts of GPT-2's two files (``encoder.json``, ``vocab.bpe``) for ``vocab`` and
+    ``merges``.
 
     >>> gpt2_files_text({0: b" ", 1: b"a", 2: b" a"}, [(b" ", b"a")])
     ('{"Ġ": 0, "a": 1, "Ġa": 2}', '#version: 0.2\\nĠ a\\n')
     """
-    vocab_text = json.dumps({printable_token(token): token_id for token_id, token in vocab.items()}, ensure_ascii=False)
+    vocab_text = json.dumps({printable_token(token): token_id for token_id, token in vocab.items()},
+                            ensure_ascii=False)
     merges_text = "".join(f"{printable_token(a)} {printable_token(b)}\n" for a, b in merges)
     return vocab_text, f"{GPT2_VERSION_LINE}\n{merges_text}"
 
 
 def gpt2_layout(merges: Merges, special_tokens: list[str]) -> Vocab:
-    """The vocabulary of ``merges`` laid out as GPT-2's own: the single bytes in the order of GPT-2's
-    printable characters (``!`` is id 0, the space id 220), the merged tokens, then the special tokens.
+    """The vocabulary of ``merges`` laid out as GPT-2's own: the single bytes in the order of
+    GPT-2's printable characters (``!`` is id 0, the space id 220), the merged tokens, then the
+    special tokens.
 
     >>> layout = gpt2_layout([(b" ", b"a")], ["<|endoftext|>"])
     >>> layout[0], layout[220], layout[256], layout[257]
@@ -222,32 +235,38 @@ def write_gpt2_files(vocab: Vocab, merges: Merges, folder: str | os.PathLike) ->
     return folder / "encoder.json", folder / "vocab.bpe"
 
 
-# -- tiktoken, built from files or ranks (never downloaded) -------------------------------------------
+# -- tiktoken, built from files or ranks (never downloaded)
+# -------------------------------------------
 
-def tiktoken_encoding(vocab: Vocab, special_tokens: list[str], pattern: str = GPT2_PATTERN, name: str = "bpe_labs"):
-    """A ``tiktoken.Encoding`` whose ranks are ``vocab``'s ids (special tokens apart): it encodes as
-    ``Tokenizer(vocab, merges, special_tokens)`` does when ids grow in merge order, as training makes them."""
+def tiktoken_encoding(vocab: Vocab, special_tokens: list[str], pattern: str = GPT2_PATTERN,
+                      name: str = "bpe_labs"):
+    """A ``tiktoken.Encoding`` whose ranks are ``vocab``'s ids (special tokens apart): it encodes
+    as ``Tokenizer(vocab, merges, special_tokens)`` does when ids grow in merge order, as
+    training makes them."""
     import tiktoken
 
     specials = {special.encode("utf-8") for special in special_tokens}
     ranks = {token: token_id for token_id, token in vocab.items() if token not in specials}
-    special_ids = {special: token_id for token_id, token in vocab.items() for special in special_tokens
+    special_ids = {special: token_id for token_id, token in vocab.items()
+                   for special in special_tokens
                    if token == special.encode("utf-8")}
-    return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special_ids)
+    return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks,
+                             special_tokens=special_ids)
 
 
 def tiktoken_gpt2_from_files(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike):
-    """tiktoken's ``gpt2`` encoding, built from local copies of GPT-2's two files by tiktoken's own loader
-    (``tiktoken_ext.openai_public.gpt2`` without the download, with GPT-2's pattern as CS336 writes it, which
-    tiktoken's ``r50k_pat_str`` says it is equivalent to; tiktoken's file cache is off, since it keys
-    files by path alone)."""
+    """tiktoken's ``gpt2`` encoding, built from local copies of GPT-2's two files by tiktoken's
+    own loader (``tiktoken_ext.openai_public.gpt2`` without the download, with GPT-2's pattern as
+    CS336 writes it, which tiktoken's ``r50k_pat_str`` says it is equivalent to; tiktoken's file
+    cache is off, since it keys files by path alone)."""
     import tiktoken
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks
 
     saved = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = ""
     try:
-        ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(vocab_bpe), encoder_json_file=str(encoder_json))
+        ranks = data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(vocab_bpe),
+                                                encoder_json_file=str(encoder_json))
     finally:
         if saved is None:
             del os.environ["TIKTOKEN_CACHE_DIR"]

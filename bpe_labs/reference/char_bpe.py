@@ -1,4 +1,5 @@
-"""Character-level BPE with a separate end-of-word symbol, as the toy and Africa Galore labs teach it.
+"""Character-level BPE with a separate end-of-word symbol, as the toy and Africa Galore labs teach
+it.
 
 Every word becomes its characters followed by the symbol ``</w>``; a merge joins two
 adjacent symbols into one. The most frequent pair is merged first, and on equal counts
@@ -23,7 +24,8 @@ from bpe_labs.reference.base import (END_OF_WORD, Pair, apply_merges, count_pair
 
 Word = list[str]
 
-# The labs' name for ``base.merge_pair``: join each occurrence of a pair, left to right, never overlapping.
+# The labs' name for ``base.merge_pair``: join each occurrence of a pair, left to right, never
+# overlapping.
 merge_pair_in_word = merge_pair
 
 
@@ -63,13 +65,15 @@ def get_pair_frequencies(corpus: list[Word]) -> Counter:
     return count_pairs((word, 1) for word in corpus)
 
 
-def learn_bpe(dataset: list[str], num_merges: int, keep_empty: bool = False) -> tuple[list[Pair], list[str], list[Word]]:
+def learn_bpe(
+    dataset: list[str], num_merges: int, keep_empty: bool = False
+) -> tuple[list[Pair], list[str], list[Word]]:
     """Learn up to ``num_merges`` merges; return (merges in order, vocabulary, merged corpus).
 
     The vocabulary is the initial one followed by each merged symbol in the order learned.
     Stops early when no word has two symbols left.
 
-    >>> merges, vocabulary, corpus = learn_bpe(["ab ab b"], 5)  # 2 merges: then every word is one symbol
+    >>> merges, vocabulary, corpus = learn_bpe(["ab ab b"], 5)  # 2 merges: every word one symbol
     >>> merges
     [('b', '</w>'), ('a', 'b</w>')]
     >>> vocabulary
@@ -95,4 +99,5 @@ def tokenize(text: str, merges: list[Pair], keep_empty: bool = False) -> list[st
     >>> tokenize("aaa", [("a", "a")])
     ['aa', 'a', '</w>']
     """
-    return [token for word in split_words(text, keep_empty) for token in apply_merges(word_to_symbols(word), merges)]
+    return [token for word in split_words(text, keep_empty)
+            for token in apply_merges(word_to_symbols(word), merges)]

@@ -40,16 +40,19 @@ from heapq import heapify, heappop, heappush
 from operator import mul
 
 from bpe_labs.reference.base import BYTE_OF_CHARACTER, END_OF_WORD, Pair, symbol_bytes
-from bpe_labs.reference.pretokenize import count_pretokens, count_words, count_words_parallel, split_on_special_tokens
+from bpe_labs.reference.pretokenize import (
+    count_pretokens, count_words, count_words_parallel, split_on_special_tokens,
+)
 from bpe_labs.reference.simple_trainer import check_arguments
 
 np = None  # numpy, once a trainer has imported it: see _numpy()
 
 
 def _numpy():
-    """numpy, imported by the first trainer rather than with this module: every grader imports all the
-    course's modules before it grades (``autograder.batch.guard``), and only fast_bpe's hidden tests train
-    with this one, so the other labs' graders never pay for numpy (0.09 s of a one-notebook command)."""
+    """numpy, imported by the first trainer rather than with this module: every grader imports
+    all the course's modules before it grades (``autograder.batch.guard``), and only fast_bpe's hidden
+    tests train with this one, so the other labs' graders never pay for numpy (0.09 s of a
+    one-notebook command)."""
     global np
     if np is None:
         import numpy
@@ -133,14 +136,17 @@ class _Trainer:
         self._build_corpus(text, words, counts, characters, mode == "char")
         first_places = self._index_pairs()
         if tie == "first":
-            self.heap = [(-count, first, pair) for (pair, count), first in zip(self.pair_counts.items(), first_places)]
+            self.heap = [(-count, first, pair)
+                         for (pair, count), first in zip(self.pair_counts.items(), first_places)]
         else:
-            self.heap = [(-count, self._lexicographic_key(pair), pair) for pair, count in self.pair_counts.items()]
+            self.heap = [(-count, self._lexicographic_key(pair), pair)
+                         for pair, count in self.pair_counts.items()]
         heapify(self.heap)
 
     def _build_corpus(self, text: str, words: list[str], counts: list[int], characters: list[str],
                       end_of_word: bool) -> None:
-        """Fill ``symbols`` (ids, separators), ``weight`` (its word's count at each position) and the links.
+        """Fill ``symbols`` (ids, separators), ``weight`` (its word's count at each position) and
+        the links.
 
         ``text`` is the words joined. In char mode, with a=0, b=1, </w>=2 (the weights are floats
         while every sum stays exact in float64):
@@ -151,13 +157,17 @@ class _Trainer:
         """
         code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
         id_of_code_point = np.zeros(ord(characters[-1]) + 1, dtype=np.int32)
-        id_of_code_point[[ord(character) for character in characters]] = np.arange(len(characters), dtype=np.int32)
+        id_of_code_point[[ord(character) for character in characters]] = np.arange(
+            len(characters), dtype=np.int32
+        )
         lengths = np.fromiter(map(len, words), dtype=np.intp, count=len(words))
         extra = 2 if end_of_word else 1  # symbols after each word's characters
         size = len(code_points) + extra * len(words)
         word_end = np.cumsum(lengths + extra)  # one past each separator
         symbols = np.full(size, SEPARATOR, dtype=np.int32)
-        character_positions = np.arange(len(code_points)) + np.repeat(np.arange(len(words)) * extra, lengths)
+        character_positions = np.arange(len(code_points)) + np.repeat(
+            np.arange(len(words)) * extra, lengths
+        )
         symbols[character_positions] = id_of_code_point[code_points]
         if end_of_word:
             symbols[word_end - 2] = self.ids[END_OF_WORD]
@@ -169,7 +179,8 @@ class _Trainer:
         self.weight = np.repeat(np.array(counts, dtype=dtype), lengths + extra)
         self.next_pos = np.arange(1, size + 1, dtype=np.intp)
         self.next_pos[-1] = size - 1
-        self.prev_pos = np.arange(-1, size - 1, dtype=np.intp)  # prev of 0 is -1: symbols[-1] is a separator
+        # prev of 0 is -1: symbols[-1] is a separator
+        self.prev_pos = np.arange(-1, size - 1, dtype=np.intp)
 
     def _index_pairs(self) -> list[int]:
         """Fill ``pair_counts`` and ``places`` with one sort of all positions by pair.
@@ -182,7 +193,8 @@ class _Trainer:
         >>> trainer = _Trainer({"ab": 2, "b": 1}, "char", "first", num_merges=0)
         >>> trainer._index_pairs()
         [0, 1]
-        >>> trainer.pair_counts, {pair: places[0].tolist() for pair, places in trainer.places.items()}
+        >>> trainer.pair_counts, {pair: places[0].tolist()
+        ...                       for pair, places in trainer.places.items()}
         ({1: 2, 5: 3}, {1: [0], 5: [1, 4]})
         """
         symbols, width = self.symbols, self.width
@@ -198,13 +210,19 @@ class _Trainer:
             order = np.argsort(pairs, kind="stable")
             positions, pairs = positions[order], pairs[order]
         starts = np.flatnonzero(np.diff(pairs, prepend=-1))
-        sums = np.add.reduceat(self.weight[positions], starts) if len(positions) else np.array([], dtype=np.int64)
+        sums = (
+            np.add.reduceat(self.weight[positions], starts)
+            if len(positions)
+            else np.array([], dtype=np.int64)
+        )
         if self.exact_in_float:
             sums = sums.astype(np.int64)
         keys = pairs[starts].tolist()
         self.pair_counts = dict(zip(keys, sums.tolist()))
         # A pair's places are a list of pieces: arrays, or (_Places, neighbour) not yet picked out.
-        self.places: dict[int, list] = dict(zip(keys, map(lambda piece: [piece], np.split(positions, starts[1:]))))
+        self.places: dict[int, list] = dict(zip(keys,
+                                                map(lambda piece: [piece],
+                                                    np.split(positions, starts[1:]))))
         return positions[starts].tolist()
 
     def _lexicographic_key(self, pair: int) -> tuple:
@@ -214,9 +232,11 @@ class _Trainer:
         return inverted[a], inverted[b]
 
     def _inverted(self, string: str) -> tuple:
-        """``string``'s code points (bytes in byte mode) negated, then 1: smaller exactly when ``string`` is greater.
+        """``string``'s code points (bytes in byte mode) negated, then 1: smaller exactly when
+        ``string`` is greater.
 
-        ``"abc"`` comes first, as ``"abc" > "ab"``; ``"Ġ"`` is the space in byte mode, U+0120 in char mode:
+        ``"abc"`` comes first, as ``"abc" > "ab"``; ``"Ġ"`` is the space in byte mode, U+0120 in
+        char mode:
 
         >>> char = _Trainer({"abc": 1, "Ġ": 1}, "char", "lexicographic", num_merges=0)
         >>> char._inverted("ab"), char._inverted("abc"), char._inverted("Ġ")
@@ -294,7 +314,9 @@ class _Trainer:
             np.add.at(sums, ids, weights)
         present = sums.nonzero()[0]
         values = sums[present]
-        return present.tolist(), (values.astype(np.int64) if self.exact_in_float else values).tolist()
+        return present.tolist(), (
+            values.astype(np.int64) if self.exact_in_float else values
+        ).tolist()
 
     def merge(self, pair: int) -> None:
         """Merge ``pair`` at every place, left to right, and update counts, places and heap.
@@ -343,7 +365,9 @@ class _Trainer:
             weights_before = weights[has_before]
         else:
             weights_before = weights
-        symbol_after, spots_after, weights_after = symbol_after[has_after], spots[has_after], weights[has_after]
+        symbol_after, spots_after, weights_after = (
+            symbol_after[has_after], spots[has_after], weights[has_after],
+        )
         counts = self.pair_counts
         xs, ns = self._sums_by_symbol(symbol_before, weights_before)
         for x, n in zip(xs, ns):
@@ -429,7 +453,8 @@ def train_bpe_on_text(text: str, num_merges: int, mode: str = "char", tie: str =
 BYTES = 256  # a byte-level vocabulary starts with every byte
 
 
-def train_byte_level_bpe(text: str, vocab_size: int, special_tokens: tuple[str, ...] | list[str] = (),
+def train_byte_level_bpe(text: str, vocab_size: int,
+                         special_tokens: tuple[str, ...] | list[str] = (),
                          split: Callable[[str], list[str]] | None = None
                          ) -> tuple[dict[int, bytes], list[tuple[bytes, bytes]]]:
     """A CS336-style run: byte-level BPE to ``vocab_size`` = 256 + special tokens + merges.
@@ -448,9 +473,10 @@ def train_byte_level_bpe(text: str, vocab_size: int, special_tokens: tuple[str, 
     """
     num_merges = vocab_size - BYTES - len(special_tokens)
     if num_merges < 0:
-        raise ValueError(f"vocab_size {vocab_size} is below 256 bytes + {len(special_tokens)} special tokens")
-    merged = train_bpe_on_text(text, num_merges, mode="byte", tie="lexicographic", special_tokens=special_tokens,
-                               split=split)
+        raise ValueError(f"vocab_size {vocab_size} is below 256 bytes + {len(special_tokens)} "
+                         "special tokens")
+    merged = train_bpe_on_text(text, num_merges, mode="byte", tie="lexicographic",
+                               special_tokens=special_tokens, split=split)
     merges = [(symbol_bytes(a), symbol_bytes(b)) for a, b in merged]
     tokens = [bytes([byte]) for byte in range(BYTES)]
     tokens += [special.encode("utf-8") for special in special_tokens]

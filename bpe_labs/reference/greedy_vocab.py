@@ -1,4 +1,5 @@
-"""Greedy longest-match tokenization and the vocabulary it grows, as the NY Constitution lab teaches it.
+"""Greedy longest-match tokenization and the vocabulary it grows, as the NY Constitution lab teaches
+it.
 
 Here a tokenizer is a vocabulary and nothing else: no merges to replay. A chunk of text is
 tokenized from left to right by taking, at each position, the longest vocabulary token that
@@ -46,7 +47,8 @@ def tokenize(chunk: str, vocab: list[str]) -> list[str]:
         matches = [token for token in vocab if token and chunk.startswith(token, position)]
         if not matches:
             raise ValueError(
-                f"no token of the vocabulary matches the start of {chunk[position:position + SHOWN_IN_ERRORS]!r}"
+                "no token of the vocabulary matches the start of "
+                f"{chunk[position:position + SHOWN_IN_ERRORS]!r}"
             )
         longest = max(matches, key=len)
         tokens.append(longest)

@@ -39,9 +39,12 @@ import regex
 from bpe_labs.reference.base import (BYTE_CHARACTERS, BYTE_OF_CHARACTER,  # noqa: F401 (the trainers' names)
                                        pretokenize_gpt2, symbol_bytes)
 
-# GPT-2's split pattern, as tiktoken (r50k_base, "gpt2") and CS336 write it for the ``regex`` module:
-# contractions, letters with one optional leading space, digits likewise, other symbols likewise,
-# whitespace not followed by a non-space (so that the last space goes with the next word), whitespace.
+# GPT-2's split pattern, as tiktoken (r50k_base, "gpt2") and CS336 write it for the ``regex``
+# module: contractions, letters with one optional leading space, digits likewise, other symbols
+# likewise, whitespace not followed by a non-space (so that the last space goes with the next word),
+# whitespace.
+# whitespace not followed by a non-space (so that the
+# last space goes with the next word), whitespace.
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 _GPT2_SPLIT = regex.compile(GPT2_PATTERN)
 
@@ -58,7 +61,9 @@ def count_words(text: str) -> dict[str, int]:
     return dict(Counter(text.split()))  # Counter is a dict: it keeps first-insertion order
 
 
-def split_on_special_tokens(text: str, special_tokens: Iterable[str] = (), keep: bool = False) -> list[str]:
+def split_on_special_tokens(
+    text: str, special_tokens: Iterable[str] = (), keep: bool = False
+) -> list[str]:
     """The pieces of ``text`` between special tokens, which are dropped (``keep``: kept, each a
     piece of its own, and empty pieces dropped).
 
@@ -81,7 +86,8 @@ def split_on_special_tokens(text: str, special_tokens: Iterable[str] = (), keep:
 
 
 def split_gpt2(text: str) -> list[str]:
-    """GPT-2's pre-tokens of ``text`` as text, cut with GPT-2's regular expression (``GPT2_PATTERN``).
+    """GPT-2's pre-tokens of ``text`` as text, cut with GPT-2's regular expression
+    (``GPT2_PATTERN``).
 
     >>> split_gpt2("It's  2024!")
     ['It', "'s", ' ', ' 2024', '!']

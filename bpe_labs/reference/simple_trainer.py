@@ -42,7 +42,8 @@ from bpe_labs.reference.base import Pair, merge_pair, symbol_bytes
 MODES = ("char", "byte")
 TIES = ("first", "lexicographic")
 
-# ``base.count_pairs``: weighted pair counts, filled word by word, left to right (the fast_bpe lab's name).
+# ``base.count_pairs``: weighted pair counts, filled word by word, left to right (the fast_bpe lab's
+# name).
 count_pairs = base.count_pairs
 # ``base.merge_pair``: join each occurrence of a pair, left to right, never overlapping.
 merge_symbols = merge_pair
@@ -73,11 +74,13 @@ def check_arguments(word_counts: dict[str, int], num_merges: int, mode: str, tie
         raise ValueError(f"num_merges must be >= 0, not {num_merges}")
     for word, count in word_counts.items():
         if not word or type(count) is not int or count <= 0:
-            raise ValueError(f"every word must be non-empty with a positive int count: {word!r}: {count!r}")
+            raise ValueError(f"every word must be non-empty with a positive int count: {word!r}: "
+                             f"{count!r}")
     if mode == "byte":
         others = set("".join(word_counts)).difference(base.BYTE_OF_CHARACTER)
         if others:
-            raise ValueError(f"byte mode takes GPT-2's byte characters only (pretokenize.count_pretokens "
+            raise ValueError("byte mode takes GPT-2's byte characters only "
+                             "(pretokenize.count_pretokens "
                              f"writes them), not {sorted(others)[:5]!r}")
 
 
@@ -94,9 +97,11 @@ def best_pair(counts: Counter, tie: str = "first", mode: str = "char") -> Pair |
     """The pair to merge next, ``None`` when there is none.
 
     >>> counts = Counter({("a", "b"): 2, ("c", "d"): 2})
-    >>> best_pair(counts, tie="first"), best_pair(counts, tie="lexicographic")  # counted first; greater
+    >>> # counted first; greater
+    >>> best_pair(counts, tie="first"), best_pair(counts, tie="lexicographic")
     (('a', 'b'), ('c', 'd'))
-    >>> counts = Counter({("Ġ", "a"): 2, ("z", "a"): 2})  # U+0120 > "z" as characters, 0x20 < 0x7A as bytes
+    >>> # U+0120 > "z" as characters, 0x20 < 0x7A as bytes
+    >>> counts = Counter({("Ġ", "a"): 2, ("z", "a"): 2})
     >>> best_pair(counts, tie="lexicographic"), best_pair(counts, tie="lexicographic", mode="byte")
     (('Ġ', 'a'), ('z', 'a'))
     """

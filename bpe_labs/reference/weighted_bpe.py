@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from bpe_labs.reference.base import Pair, count_pairs, merge_pair, most_frequent_pair, word_to_symbols
+from bpe_labs.reference.base import (
+    Pair, count_pairs, merge_pair, most_frequent_pair, word_to_symbols,
+)
 from bpe_labs.reference.char_bpe import split_words
 
-# The lab's name for ``base.count_pairs``: each (symbols, frequency) entry adds its frequency per pair.
+# The lab's name for ``base.count_pairs``: each (symbols, frequency) entry adds its frequency per
+# pair.
 weighted_pair_frequencies = count_pairs
 
 
@@ -32,9 +35,12 @@ def word_frequencies(dataset: list[str]) -> dict[str, int]:
 
 
 def learn_bpe_weighted(dataset: list[str], num_merges: int) -> tuple[list[Pair], list[str]]:
-    """Learn the merges of ``char_bpe.learn_bpe(dataset, num_merges)``; return (merges, vocabulary)."""
-    words = [(word_to_symbols(word), frequency) for word, frequency in word_frequencies(dataset).items()]
-    # The vocabulary of bpe_initialize(dataset), from the distinct words: the same symbols in the same order.
+    """Learn the merges of ``char_bpe.learn_bpe(dataset,
+    num_merges)``; return (merges, vocabulary)."""
+    words = [(word_to_symbols(word), frequency)
+             for word, frequency in word_frequencies(dataset).items()]
+    # The vocabulary of bpe_initialize(dataset), from the distinct words: the same symbols in the
+    # same order.
     vocabulary = list(dict.fromkeys(symbol for symbols, _ in words for symbol in symbols))
     merges: list[Pair] = []
     for _ in range(num_merges):

@@ -163,14 +163,16 @@ def tokenize(text: str, merges: list[Pair]) -> list[str]:
     >>> tokenize("Ab", [("a", "b")])
     ['ab', '</w>']
     """
-    return [token for word in words_of(text) for token in apply_merges(base.word_to_symbols(word), merges)]
+    return [token for word in words_of(text)
+            for token in apply_merges(base.word_to_symbols(word), merges)]
 
 
 # --- the protected lexicon -------------------------------------------------------------
 
 
 def split_suffix(word: str, morphemes: list[str]) -> tuple[str, str]:
-    """Split off the longest morpheme that ends ``word`` with at least ``MIN_STEM`` characters before it.
+    """Split off the longest morpheme that ends ``word`` with at least ``MIN_STEM`` characters
+    before it.
 
     >>> split_suffix("walking", ["ing", "ed"])
     ('walk', 'ing')
@@ -207,7 +209,8 @@ def learn_bpe_protected(
     vocab = {protected_symbols(word, morphemes): count for word, count in word_freqs.items()}
     merges: list[Pair] = []
     for _ in range(num_merges):
-        stats = {p: c for p, c in get_stats(vocab).items() if p[0] not in frozen and p[1] not in frozen}
+        stats = {p: c for p, c in get_stats(vocab).items() if p[0] not in frozen
+                 and p[1] not in frozen}
         pair = most_frequent_pair(stats)
         if pair is None:
             break

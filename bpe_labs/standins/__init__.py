@@ -15,8 +15,11 @@ from pathlib import Path
 REAL_CORPORA = {
     "africa_galore.json": "https://storage.googleapis.com/dm-educational/assets/ai_foundations/africa_galore.json",
     "ny01.asp": "https://avalon.law.yale.edu/18th_century/ny01.asp",
-    # GPT-2's tokenizer files, as OpenAI publishes them (lab 7 compares the student's Tokenizer with tiktoken on them).
-    # They are OpenAI's: never committed (.gitignore); tests use files in their format made from merges the course trains.
+    # GPT-2's tokenizer files, as OpenAI publishes them (lab 7 compares the student's Tokenizer with
+    # tiktoken on them). They are OpenAI's: never committed (.gitignore); tests use files in their
+    # format made from merges the course trains.
+    # They are OpenAI's: never committed (.gitignore); tests use
+    # files in their format made from merges the course trains.
     "gpt2/encoder.json": "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/encoder.json",
     "gpt2/vocab.bpe": "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe",
 }
@@ -26,7 +29,9 @@ def write_all(directory: Path, full_size: bool = False) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for module in pkgutil.iter_modules(__path__):
-        written += importlib.import_module(f"{__name__}.{module.name}").write(directory, full_size=full_size)
+        written += importlib.import_module(f"{__name__}.{module.name}").write(
+            directory, full_size=full_size
+        )
     return written
 
 

@@ -33,7 +33,8 @@ SEED = 2024
 PLACES = [
     ("Lagos", "Nigeria"), ("Accra", "Ghana"), ("Dakar", "Senegal"), ("Nairobi", "Kenya"),
     ("Kigali", "Rwanda"), ("Zanzibar", "Tanzania"), ("Marrakesh", "Morocco"), ("Timbuktu", "Mali"),
-    ("Addis Ababa", "Ethiopia"), ("Kampala", "Uganda"), ("Lalibela", "Ethiopia"), ("Cape Town", "South Africa"),
+    ("Addis Ababa", "Ethiopia"), ("Kampala", "Uganda"), ("Lalibela", "Ethiopia"),
+    ("Cape Town", "South Africa"),
     ("Luanda", "Angola"), ("Maputo", "Mozambique"), ("Windhoek", "Namibia"), ("Lusaka", "Zambia"),
     ("Harare", "Zimbabwe"), ("Kumasi", "Ghana"), ("Saint-Louis", "Senegal"), ("Mombasa", "Kenya"),
     ("Fez", "Morocco"), ("Cairo", "Egypt"), ("Tunis", "Tunisia"), ("Gaborone", "Botswana"),
@@ -74,10 +75,12 @@ MUSIC = [
 ]
 ADJECTIVES = [
     "busy", "colourful", "lively", "quiet", "ancient", "famous", "beloved", "bustling", "peaceful",
-    "historic", "vibrant", "welcoming", "remarkable", "popular", "traditional", "modern", "celebrated",
+    "historic", "vibrant", "welcoming", "remarkable", "popular", "traditional", "modern",
+    "celebrated",
 ]
 TIMES = ["every morning", "on weekends", "during the rainy season", "at dusk", "on market days",
-         "during festivals", "late into the night", "in the dry season", "at sunrise", "on holidays"]
+         "during festivals", "late into the night", "in the dry season", "at sunrise",
+         "on holidays"]
 PEOPLE = ["families", "visitors", "traders", "students", "musicians", "fishermen", "farmers",
           "young people", "elders", "cooks", "dancers", "travellers", "children", "artists"]
 
@@ -134,19 +137,24 @@ def invented_name(rng: random.Random, syllables: int) -> str:
     return "".join(rng.choice(SYLLABLES) for _ in range(syllables)).capitalize()
 
 
-def _slots(rng: random.Random, place: tuple[str, str], food: tuple[str, str], music: tuple[str, str]) -> dict[str, str]:
+def _slots(
+    rng: random.Random, place: tuple[str, str], food: tuple[str, str], music: tuple[str, str]
+) -> dict[str, str]:
     """Fill every template slot once; each sentence picks the slots it names."""
     other_food = rng.choice(FOODS)[0]
     landscape = rng.choice(LANDSCAPES)
     people = rng.choice(PEOPLE)
-    person, person2 = (f"{invented_name(rng, 2)} {invented_name(rng, rng.randint(2, 4))}" for _ in range(2))
+    person, person2 = (f"{invented_name(rng, 2)} {invented_name(rng, rng.randint(2, 4))}"
+                       for _ in range(2))
     slots = {
         "place": place[0], "country": place[1], "food": food[0], "food_desc": food[1],
         "food2": other_food, "music": music[0], "sound": music[1], "landscape": landscape,
-        "people": people, "person": person, "person2": person2, "adj": rng.choice(ADJECTIVES), "time": rng.choice(TIMES),
-        "name": invented_name(rng, rng.randint(2, 3)), "name2": invented_name(rng, rng.randint(2, 3)),
+        "people": people, "person": person, "person2": person2, "adj": rng.choice(ADJECTIVES),
+        "time": rng.choice(TIMES), "name": invented_name(rng, rng.randint(2, 3)),
+        "name2": invented_name(rng, rng.randint(2, 3)),
         "year": str(rng.randint(1950, 2023)), "number": f"{rng.randint(2, 90) * 100:,}",
-        "thing": rng.choice([f"its {food[0]}", f"its {music[0]} clubs", f"the views of {landscape}"]),
+        "thing": rng.choice([f"its {food[0]}", f"its {music[0]} clubs",
+                             f"the views of {landscape}"]),
     }
     # Sentence-initial variants of the slots that can start a sentence.
     for key in ("food", "music", "people", "person", "landscape"):
@@ -170,7 +178,8 @@ def paragraph(rng: random.Random) -> dict[str, object]:
 
 
 def paragraphs(count: int, seed: int = SEED) -> list[dict[str, object]]:
-    """``count`` records from a generator seeded with ``seed``: the same call gives the same text."""
+    """``count`` records from a generator seeded with
+    ``seed``: the same call gives the same text."""
     rng = random.Random(seed)
     return [paragraph(rng) for _ in range(count)]
 
@@ -181,7 +190,8 @@ def write(directory: Path, full_size: bool = False) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     count = FULL_SIZE_PARAGRAPHS if full_size else SMALL_PARAGRAPHS
     path = directory / FILE_NAME
-    path.write_text(json.dumps(paragraphs(count), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(paragraphs(count), ensure_ascii=False, indent=1) + "\n",
+                    encoding="utf-8")
     return [path]
 
 

@@ -53,7 +53,8 @@ COUNTIES = [
     "Pennyfold", "Quarrington", "Redcliffe", "Stonebury", "Thornvale", "Westmarch",
     "Sainte-Agathe-des-Prés", "Mont-Léger", "Belle-Rivière", "Côte-Blanche",
 ]
-RIVERS = ["the river Ashburn", "the Coldwater creek", "the river Léger", "the Greywick falls", "the Northwold sound"]
+RIVERS = ["the river Ashburn", "the Coldwater creek", "the river Léger", "the Greywick falls",
+          "the Northwold sound"]
 TOWNS = ["Ashgrove", "Port Bellmere", "Fairholt", "New Greywick", "Stonebury", "Mont-Léger"]
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December"]
@@ -83,34 +84,38 @@ CONCERNS = [
 ]
 SYLLABLES = ["ab", "el", "or", "wyn", "ton", "ric", "mar", "bel", "hal", "dun", "ster", "ing",
              "cor", "ven", "lis", "gar", "mond", "é", "ham", "ley"]
-FIRST_NAMES = ["John", "Philip", "Abraham", "Robert", "Henry", "Gerard", "Isaac", "Lewis", "Zéphirin",
-               "Matthew", "Jacobus", "Anthony", "William", "Egbert", "Peter"]
+FIRST_NAMES = ["John", "Philip", "Abraham", "Robert", "Henry", "Gerard", "Isaac", "Lewis",
+               "Zéphirin", "Matthew", "Jacobus", "Anthony", "William", "Egbert", "Peter"]
 
 SENTENCES = [
-    "That the {office} shall be chosen by {body} once in every {number} years, and shall hold the said "
-    "office until another be duly chosen and qualified in his stead.",
-    "That no person shall be eligible to the office of {office} who shall not be possessed of a freehold "
-    "of the value of £{amount} within the county of {county}, over and above all debts charged thereon.",
-    "And whereas it is of great importance to the safety of this Province that {concern}, this convention "
-    "doth therefore declare that {body} shall {duty}.",
+    "That the {office} shall be chosen by {body} once in every {number} years, and shall hold the "
+    "said office until another be duly chosen and qualified in his stead.",
+    "That no person shall be eligible to the office of {office} who shall not be possessed of a "
+    "freehold "
+    "of the value of £{amount} within the county of {county}, over and above all debts charged "
+    "thereon.",
+    "And whereas it is of great importance to the safety of this Province that {concern}, this "
+    "convention doth therefore declare that {body} shall {duty}.",
     "That {body} shall meet at least once in every year, at the town of {town}, on the {ordinal} "
     "{weekday} of {month}, unless the {office} shall, for good reasons, appoint another place.",
     "That the records of {body} shall be kept by the {office}, who shall lay them before {body2} "
     "whenever required \u2014 a duty which he shall not delegate to any deputy.",
-    "Provided always, that nothing in this article shall be construed to deprive any freeholder of the "
+    "Provided always, that nothing in this article shall be construed to deprive any freeholder of "
+    "the "
     "county of {county} of his vote, nor to abridge the \u201cancient liberties\u201d of the same.",
-    "That every {office} shall, before he enter upon the execution of his office, take an oath for the "
-    "faithful performance of the same, in the presence of {body}.",
+    "That every {office} shall, before he enter upon the execution of his office, take an oath for "
+    "the faithful performance of the same, in the presence of {body}.",
     "That the number of senators for the district of {county} shall be {number}, and the number of "
     "members of the assembly {number2}, until the census hereinafter directed shall be taken.",
-    "That all fines and forfeitures exceeding the sum of £{amount} shall be paid into the treasury of "
-    "the Province, and accounted for by the {office} at the end of each session.",
-    "That any person accused before {body} shall be heard in his own defence, and may bring witnesses "
-    "and counsel of his own choosing; and no such person shall be twice tried for the same offence.",
-    "That a census of the inhabitants of {county} shall be taken every {number} years by the {office}, "
-    "and the seats of the assembly shared anew according to the numbers so found.",
-    "That the tolls upon {river} shall not exceed {number} pence for every hundredweight of goods, nor "
-    "shall any new toll be laid without the consent of {body}.",
+    "That all fines and forfeitures exceeding the sum of £{amount} shall be paid into the "
+    "treasury of the Province, and accounted for by the {office} at the end of each session.",
+    "That any person accused before {body} shall be heard in his own defence, and may bring "
+    "witnesses and counsel of his own choosing; and no such person shall be twice tried for the "
+    "same offence.",
+    "That a census of the inhabitants of {county} shall be taken every {number} years by the "
+    "{office}, and the seats of the assembly shared anew according to the numbers so found.",
+    "That the tolls upon {river} shall not exceed {number} pence for every hundredweight of goods, "
+    "nor shall any new toll be laid without the consent of {body}.",
     "That the {office} of the county of {county} shall keep the \u2018Freeholders\u2019 Roll\u2019 "
     "(see \u00a7 {section} of this article), and shall correct it yearly in the month of {month}.",
     "That the militia of this Province shall at all times be kept armed and disciplined, and the "
@@ -142,7 +147,8 @@ def sentence(rng: random.Random) -> str:
         office=rng.choice(OFFICES), body=rng.choice(BODIES), body2=rng.choice(BODIES),
         county=rng.choice(COUNTIES), river=rng.choice(RIVERS), town=rng.choice(TOWNS),
         month=rng.choice(MONTHS), weekday=rng.choice(WEEKDAYS), ordinal=rng.choice(ORDINALS),
-        number=rng.choice(NUMBER_WORDS), number2=rng.choice(NUMBER_WORDS), amount=rng.choice(AMOUNTS),
+        number=rng.choice(NUMBER_WORDS), number2=rng.choice(NUMBER_WORDS),
+        amount=rng.choice(AMOUNTS),
         duty=rng.choice(DUTIES), concern=rng.choice(CONCERNS), section=rng.randint(1, 9),
     )
 
@@ -178,7 +184,8 @@ def page(articles: int = SMALL_ARTICLES, seed: int = SEED) -> str:
     delegates = ", ".join(invented_name(rng) for _ in range(max(6, articles // 2)))
     footnotes = "\n".join(
         f'<p><a name="fn{n}" href="#ref{n}">{n}</a> Struck out in the engrossed copy and '
-        f"restored by order of the convention of {rng.choice(MONTHS)} {rng.randint(1, 28)}, 1777.</p>"
+        f"restored by order of the convention of {rng.choice(MONTHS)} {rng.randint(1, 28)}, "
+        "1777.</p>"
         for n in range(1, 4)
     )
     body = "\n".join(article_paragraphs(articles, rng))
@@ -186,20 +193,24 @@ def page(articles: int = SMALL_ARTICLES, seed: int = SEED) -> str:
 <html>
 <head>
 <meta http-equiv="Content-Type" content="text/html; charset={ENCODING}">
-<title>STAND-IN \u2014 Constitution of the Stand-in Province : April 20, 1777 (invented text, not the Avalon Project)</title>
+<title>STAND-IN \u2014 Constitution of the Stand-in Province : April 20, 1777 \
+(invented text, not the Avalon Project)</title>
 <link rel="stylesheet" href="../css/site.css" type="text/css">
 </head>
 <body>
 <div class="HeadTable">
 <table width="100%" summary="navigation"><tr>
-<td><a href="../default.asp"><img src="../images/standin_logo.gif" alt="Stand-in logo" width="120" height="60"></a></td>
-<td><a href="../default.asp">Home</a> | <a href="../18th.asp">18th Century Documents</a> | <a href="../search.asp">Search</a> | <a href="../help.asp">Help</a></td>
+<td><a href="../default.asp"><img src="../images/standin_logo.gif" alt="Stand-in logo" \
+width="120" height="60"></a></td>
+<td><a href="../default.asp">Home</a> | <a href="../18th.asp">18th Century Documents</a> | \
+<a href="../search.asp">Search</a> | <a href="../help.asp">Help</a></td>
 <td><img src="../images/quill.gif" alt="quill"> <a href="ny02.asp">Next document</a></td>
 </tr></table>
 </div>
 <hr>
 <div class="document-title"><h3>Constitution of the Stand-in Province : April 20, 1777</h3></div>
-<p><i>This page is a STAND-IN written for BPE Labs; none of its text comes from the Avalon Project.</i></p>
+<p><i>This page is a STAND-IN written for BPE Labs; none of its text comes from the Avalon \
+Project.</i></p>
 {preamble}
 {body}
 <p>By order of the Convention, {invented_name(rng)}, President. Delegates present: {delegates}.</p>
@@ -210,7 +221,8 @@ def page(articles: int = SMALL_ARTICLES, seed: int = SEED) -> str:
 <div class="FootTable">
 <table width="100%" summary="footer"><tr>
 <td><a href="../default.asp"><img src="../images/standin_footer.gif" alt="Home"></a></td>
-<td>Stand-in page \u00b7 generated by <a href="https://github.com/bpe-labs/bpe-labs">BPE Labs</a></td>
+<td>Stand-in page \u00b7 generated by \
+<a href="https://github.com/bpe-labs/bpe-labs">BPE Labs</a></td>
 </tr></table>
 </div>
 </body>

@@ -35,9 +35,11 @@ def test_the_lab_is_read_from_the_toy_solution_notebook(course):
 
 
 def test_a_kernel_session_runs_cells_and_calls_functions(course, tmp_path):
-    with KernelSession(tmp_path / "work", Limits(cell_seconds=5, call_seconds=2, notebook_seconds=60),
+    with KernelSession(tmp_path / "work",
+                       Limits(cell_seconds=5, call_seconds=2, notebook_seconds=60),
                        course=CoursePaths.of(course)) as session:
-        assert session.run_cell("def f(x):\n    return [x, {x: (x,)}]\ndef spin():\n    while True: pass").status == "ok"
+        assert session.run_cell("def f(x):\n    return [x, {x: (x,)}]\ndef spin():\n    while "
+                                "True: pass").status == "ok"
         assert session.call("f", 2) == [2, {2: (2,)}]
         assert list(session.call_each("f", [(1,), (3,)])) == [[1, {1: (1,)}], [3, {3: (3,)}]]
         with pytest.raises(CallTimeout):
@@ -48,23 +50,35 @@ def test_a_kernel_session_runs_cells_and_calls_functions(course, tmp_path):
         assert session.run_cell("1 / 0").status == "error"
         assert session.describe("f") == "function" and session.describe("nothing") == "missing"
         (course.data / "corpus.txt").write_text("the course's data")
-        assert session.run_cell("assert open('data/corpus.txt').read() == \"the course's data\"").status == "ok"
-        assert session.run_cell(f"open({str(course.solutions / (LAB + '.ipynb'))!r}).read()").status == "error"
+        assert (
+            session.run_cell(
+                "assert open('data/corpus.txt').read() == \"the course's data\""
+            ).status
+            == "ok"
+        )
+        assert (
+            session.run_cell(f"open({str(course.solutions / (LAB + '.ipynb'))!r}).read()").status
+            == "error"
+        )
     assert session.sent_arguments == [[[2], {}], [1], [3], [[], {}]]
 
 
 def test_one_part_is_checked_against_the_student_function(course, tmp_path):
     lab = get_lab(LAB)
-    with KernelSession(tmp_path / "work", Limits(notebook_seconds=60), course=CoursePaths.of(course)) as session:
+    with KernelSession(
+        tmp_path / "work", Limits(notebook_seconds=60), course=CoursePaths.of(course)
+    ) as session:
         session.run_cell("def double(x):\n    return x + x if x != 10 else 0")
         wrong = run_part(session, lab.parts[0], seconds=20)
         session.run_cell("def double(x):\n    raise ValueError('no ' + str(x))")
         raised = run_part(session, lab.parts[0], seconds=20)
         session.run_cell(RIGHT["answer_double"])
         right = run_part(session, lab.parts[0], seconds=20)
-    assert (wrong.score, wrong.verdict, wrong.message) == (0, Verdict.FAILED_CHECK, "double doubles every number")
+    assert (wrong.score, wrong.verdict, wrong.message) == (0, Verdict.FAILED_CHECK,
+                                                           "double doubles every number")
     assert (raised.score, raised.verdict) == (0, Verdict.RAISED)
-    assert raised.message == "on a hidden test input, double raised ValueError"  # never the message ("no 3")
+    # never the message ("no 3")
+    assert raised.message == "on a hidden test input, double raised ValueError"
     assert (right.score, right.verdict) == (POINTS["double"], Verdict.PASSED)
     assert session.part_passed == {"double": True}
 
@@ -78,7 +92,9 @@ def test_a_file_is_graded_part_by_part(course, tmp_path):
     assert {pid: (p.score, p.verdict) for pid, p in right.parts.items()} == {
         "double": (2, Verdict.PASSED), "total": (3, Verdict.PASSED)}
     assert right.parts["double"].visible_check == "double(2) = 4"
-    half = grade_file(submission(course, {**RIGHT, "answer_total": "def total(numbers):\n    return len(numbers)"},
+    half = grade_file(submission(course,
+                                 {**RIGHT,
+                                  "answer_total": "def total(numbers):\n    return len(numbers)"},
                                  tmp_path / "half.ipynb"), "bob", settings)
     assert half.score == 2 and half.parts["total"].verdict is Verdict.FAILED_CHECK
     assert half.parts["total"].message == "total adds the doubles"
@@ -93,14 +109,16 @@ def test_the_engine_tests_need_no_bpe_labs(tmp_path):
         pytest.skip("already alone")
     blocker = tmp_path / "block"
     blocker.mkdir()
-    (blocker / "bpe_labs.py").write_text("raise ImportError('the engine tests must not import bpe_labs')\n")
-    env = {**os.environ, "ENGINE_ALONE": "1", "PYTHONPATH": os.pathsep.join([str(blocker), str(HERE)])}
+    (blocker / "bpe_labs.py").write_text("raise ImportError('the engine tests must not import "
+                                         "bpe_labs')\n")
+    env = {**os.environ, "ENGINE_ALONE": "1",
+           "PYTHONPATH": os.pathsep.join([str(blocker), str(HERE)])}
     env.pop("AUTOGRADER_COURSE", None)
     modules = sorted(HERE.glob("test_*.py"))
     assert len(modules) > 10  # this one, the runner's and one per step
     done = subprocess.run([sys.executable, "-m", "pytest", *map(str, modules), "--noconftest", "-q",
-                           "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:nbval", "-p", "no:xdist",
-                           "-k", "not need_no_bpe_labs"],
+                           "-p", "no:cacheprovider", "-o", "addopts=", "-p", "no:nbval", "-p",
+                           "no:xdist", "-k", "not need_no_bpe_labs"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     # every test ran and passed (none skipped): one per "def test_" of the modules, less this one

@@ -20,7 +20,10 @@ def test_the_kernel_s_arguments_and_restarts_are_kept_and_it_is_shut(course):  #
         assert session.run_cell("import os\nos._exit(1)").status == "died"  # restarted
         grade.shut_the_kernel(grading)
         assert grading.session is None
-        assert grading.sent == [[["a hidden input"], {}]] and grading.sent is not session.sent_arguments
+        assert (
+            grading.sent == [[["a hidden input"], {}]]
+            and grading.sent is not session.sent_arguments
+        )
         assert grading.restarts == session.restarts == 1
         deadline = time.monotonic() + 30  # shut down in a thread (kernel.py)
         while Ending.SHUT_DOWN not in session.kernel.endings and time.monotonic() < deadline:

@@ -1,4 +1,5 @@
-"""A browser without scripts for the LTI tests: cookies per host, redirects, forms posted as a browser posts them."""
+"""A browser without scripts for the LTI tests: cookies per
+host, redirects, forms posted as a browser posts them."""
 from __future__ import annotations
 
 from urllib.parse import urljoin, urlsplit
@@ -8,8 +9,8 @@ from bs4 import BeautifulSoup
 
 
 class Browser:
-    """A browser without scripts: cookies per host (Secure ones too: the servers are on loopback, as a
-    browser treats it), redirects followed, forms read and posted as a browser posts them."""
+    """A browser without scripts: cookies per host (Secure ones too: the servers are on loopback,
+    as a browser treats it), redirects followed, forms read and posted as a browser posts them."""
 
     def __init__(self):
         self.client = httpx.Client(timeout=60, follow_redirects=False)
@@ -36,7 +37,8 @@ class Browser:
         return answer
 
     def go(self, method: str, url: str, **kwargs) -> httpx.Response:
-        """The request and its redirects; the last answer (its ``url`` says where the browser is)."""
+        """The request and its redirects; the last answer
+        (its ``url`` says where the browser is)."""
         answer = self.request(method, url, **kwargs)
         while answer.status_code in (301, 302, 303, 307):
             method = "GET" if answer.status_code in (301, 302, 303) else method
@@ -45,7 +47,8 @@ class Browser:
 
     def form(self, page: httpx.Response, index: int = 0) -> tuple[str, dict[str, str]]:
         form = BeautifulSoup(page.text, "html.parser").find_all("form")[index]
-        fields = {field["name"]: field.get("value", "") for field in form.find_all("input") if field.get("name")}
+        fields = {field["name"]: field.get("value", "") for field in form.find_all("input")
+                  if field.get("name")}
         return urljoin(str(page.url), form["action"]), fields
 
     def submit(self, page: httpx.Response, index: int = 0, **changes) -> httpx.Response:

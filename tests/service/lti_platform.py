@@ -1,13 +1,14 @@
-"""A real LTI 1.3 *platform* (the LMS's side) for the tests, built on ``lti1p3platform`` and served by
-uvicorn in a thread of the test process: it starts OIDC logins, signs launches (resource links and
-deep-linking requests) with its own key, publishes its JWKS, issues access tokens to the tool (checking
-the tool's signed assertion against the tool's JWKS), keeps a gradebook of line items and scores
-(Assignment and Grade Services), lists its course's members (Names and Role Provisioning Services)
-and takes deep-linking answers (checking the tool's signature).
+"""A real LTI 1.3 *platform* (the LMS's side) for the tests, built on ``lti1p3platform`` and served
+by uvicorn in a thread of the test process: it starts OIDC logins, signs launches (resource links
+and deep-linking requests) with its own key, publishes its JWKS, issues access tokens to the tool
+(checking the tool's signed assertion against the tool's JWKS), keeps a gradebook of line items and
+scores (Assignment and Grade Services), lists its course's members (Names and Role Provisioning
+Services) and takes deep-linking answers (checking the tool's signature).
 
-It is the LMS of the tests, not a stand-in written to agree with the tool: every signature, token and
-claim is made and checked by lti1p3platform, PyJWT and jwcrypto. The tests turn its knobs to play a
-misbehaving or hostile LMS (another key, an expired message, an unknown issuer or deployment).
+It is the LMS of the tests, not a stand-in written to agree with the tool: every signature, token
+and claim is made and checked by lti1p3platform, PyJWT and jwcrypto. The tests turn its knobs to
+play a misbehaving or hostile LMS (another key, an expired message, an unknown issuer or
+deployment).
 """
 from __future__ import annotations
 
@@ -44,8 +45,10 @@ COURSE = Context(id="course-1", label="BPE", title="Tokenization 101")
 
 def key_pair() -> tuple[str, str]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
     return private.decode(), public.decode()
 
 
@@ -89,7 +92,8 @@ class PlatformLogin(OIDCLoginAbstract):
 
 
 class PlatformLaunch(LTIAdvantageMessageLaunchAbstract):
-    """The launch the platform signs after the tool's OIDC redirect comes back (its preflight response)."""
+    """The launch the platform signs after the tool's OIDC
+    redirect comes back (its preflight response)."""
 
     def __init__(self, preflight: dict, platform: "Platform"):
         super().__init__(DictRequest({"get_data": preflight, "form_data": {}}), platform.config)
@@ -103,25 +107,30 @@ class PlatformLaunch(LTIAdvantageMessageLaunchAbstract):
         self.set_user_data(user.user_id, user.roles, user.name, user.email)
         if user.sourcedid:
             self.set_extra_claims({LIS: {"person_sourcedid": user.sourcedid}})
-        self.set_launch_context_claim(COURSE.id, context_title=COURSE.title, context_label=COURSE.label)
+        self.set_launch_context_claim(COURSE.id, context_title=COURSE.title,
+                                      context_label=COURSE.label)
         self.set_launch_presentation_claim(document_target=hint.get("target", "window"))
         self.set_nrps(f"{self.platform.url}/memberships")
         self.set_id_token_expiration(self.platform.id_token_seconds)
         if hint.get("deep"):
-            self.set_dl(f"{self.platform.url}/deep-link-return", title="BPE lab", accept_types={"ltiResourceLink"},
-                        extra_data={"opaque": "kept by the tool"})
+            self.set_dl(f"{self.platform.url}/deep-link-return", title="BPE lab",
+                        accept_types={"ltiResourceLink"}, extra_data={"opaque": "kept by the tool"})
             return
         link = self.platform.links[hint["link"]]
         self.set_resource_link_claim(link.link_id)
         self.set_custom_parameters_claim(link.custom)
         if link.lineitem_id:
-            self.set_ags(f"{self.platform.url}/lineitems", f"{self.platform.url}/lineitems/{link.lineitem_id}")
+            self.set_ags(f"{self.platform.url}/lineitems",
+                         f"{self.platform.url}/lineitems/{link.lineitem_id}")
 
     def render_launch_form(self, launch_data: dict, **kwargs) -> HTMLResponse:
-        fields = "".join(f'<input type="hidden" name="{name}" value="{html.escape(launch_data[name])}">'
+        fields = "".join(f'<input type="hidden" name="{name}" '
+                         f'value="{html.escape(launch_data[name])}">'
                          for name in ("id_token", "state"))
-        return HTMLResponse(f'<form method="post" action="{html.escape(launch_data["launch_url"])}">{fields}</form>'
-                            '<script>document.forms[0].submit()</script>')  # as lti1p3platform's own template
+        return HTMLResponse('<form method="post" '
+                            f'action="{html.escape(launch_data["launch_url"])}">{fields}</form>'
+                            # as lti1p3platform's own template
+                            '<script>document.forms[0].submit()</script>')
 
 
 class Gradebook(AssignmentsGradesService):
@@ -130,9 +139,11 @@ class Gradebook(AssignmentsGradesService):
                          f"{platform.url}/lineitems/{lineitem_id}" if lineitem_id else None)
         self.platform = platform
 
-    def find_lineitems(self, page=1, limit=None, line_item_id=None, resource_link_id=None, resource_id=None, tag=None, **_):
+    def find_lineitems(self, page=1, limit=None, line_item_id=None, resource_link_id=None,
+                       resource_id=None, tag=None, **_):
         items = [item for item in self.platform.lineitems.values()
-                 if (not resource_id or item.get("resourceId") == resource_id) and (not tag or item.get("tag") == tag)]
+                 if (not resource_id or item.get("resourceId") == resource_id)
+                 and (not tag or item.get("tag") == tag)]
         return {"content": items, "has_next": False, "next": None}
 
     def find_lineitem(self, line_item_id):
@@ -158,8 +169,10 @@ class Gradebook(AssignmentsGradesService):
 
     def get_results(self, line_item_id, page=1, limit=None, user_id=None, **_):
         scores = self.platform.scores.get(self.find_lineitem(line_item_id) and line_item_id, {})
-        return {"content": [{"userId": user, "resultScore": s["scoreGiven"], "resultMaximum": s["scoreMaximum"],
-                             "comment": s.get("comment")} for user, s in scores.items()], "has_next": False}
+        return {"content": [{"userId": user, "resultScore": s["scoreGiven"],
+                             "resultMaximum": s["scoreMaximum"],
+                             "comment": s.get("comment")} for user, s in scores.items()],
+                "has_next": False}
 
 
 class Members(NamesRoleProvisioningService):
@@ -169,7 +182,8 @@ class Members(NamesRoleProvisioningService):
 
     def get_member_data_page(self, page=1, limit=None, role=None, since=None, **_):
         members = [{"user_id": u.user_id, "name": u.name, "roles": u.roles, "status": "Active",
-                    **({"email": u.email} if u.email else {}), **({"lis_person_sourcedid": u.sourcedid} if u.sourcedid else {})}
+                    **({"email": u.email} if u.email else {}),
+                    **({"lis_person_sourcedid": u.sourcedid} if u.sourcedid else {})}
                    for u in self.platform.users.values()]
         return {"content": members, "has_next": False}
 
@@ -180,30 +194,45 @@ class Members(NamesRoleProvisioningService):
 class Platform:
     """The LMS: its registration of the tool, its users, links, gradebook; served on loopback."""
 
-    def __init__(self, tool_url: str, issuer: str = "https://lms.example.edu", client_id: str = "bpe-labs-client",
-                 deployment_id: str = "deployment-1"):
+    def __init__(self, tool_url: str, issuer: str = "https://lms.example.edu",
+                 client_id: str = "bpe-labs-client", deployment_id: str = "deployment-1"):
         self.port = free_port()
-        self.url = f"http://localhost:{self.port}"  # another site than the tool's 127.0.0.1, as an LMS is
+        # another site than the tool's 127.0.0.1, as an LMS is
+        self.url = f"http://localhost:{self.port}"
         self.private_key, self.public_key = key_pair()
-        self.registration = (Registration().set_iss(issuer).set_client_id(client_id).set_deployment_id(deployment_id)
-                             .set_oidc_login_url(f"{tool_url}/lti/login").set_launch_url(f"{tool_url}/lti/launch")
-                             .set_deeplink_launch_url(f"{tool_url}/lti/launch").set_tool_key_set_url(f"{tool_url}/lti/jwks")
-                             .set_platform_public_key(self.public_key).set_platform_private_key(self.private_key))
+        self.registration = (
+            Registration()
+            .set_iss(issuer)
+            .set_client_id(client_id)
+            .set_deployment_id(deployment_id)
+            .set_oidc_login_url(f"{tool_url}/lti/login")
+            .set_launch_url(f"{tool_url}/lti/launch")
+            .set_deeplink_launch_url(f"{tool_url}/lti/launch")
+            .set_tool_key_set_url(f"{tool_url}/lti/jwks")
+            .set_platform_public_key(self.public_key)
+            .set_platform_private_key(self.private_key)
+        )
         self.config = Config(registration=self.registration)
         self.config.get_registration()
         self.id_token_seconds = 300
         self.users: dict[str, User] = {}
         self.links: dict[str, Link] = {}
         self.lineitems: dict[str, dict] = {}
-        self.scores: dict[str, dict[str, dict]] = {}  # line item id -> LTI user id -> the score as posted
+        # line item id -> LTI user id -> the score as posted
+        self.scores: dict[str, dict[str, dict]] = {}
         self.deep_linked: list[dict] = []  # content items the tool sent back
-        self.received_at: dict[tuple[str, str], float] = {}  # (line item, user) -> when the last score came
+        # (line item, user) -> when the last score came
+        self.received_at: dict[tuple[str, str], float] = {}
         self.scores_down = False  # the gradebook answers 503 (an LMS that is away)
-        self.server = uvicorn.Server(uvicorn.Config(self._app(), host="127.0.0.1", port=self.port, log_level="warning"))
+        self.server = uvicorn.Server(uvicorn.Config(self._app(), host="127.0.0.1", port=self.port,
+                                                    log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, name="lti-platform", daemon=True)
 
     # the course
-    def add_user(self, user_id: str, name: str, email: str | None, roles: list[str], sourcedid: str | None = None) -> None:
+    def add_user(
+        self, user_id: str, name: str, email: str | None, roles: list[str],
+        sourcedid: str | None = None,
+    ) -> None:
         self.users[user_id] = User(user_id, name, email, roles, sourcedid)
 
     def new_lineitem(self, data: dict) -> dict:
@@ -212,9 +241,15 @@ class Platform:
         return self.lineitems[number]
 
     def add_link(self, custom: dict, score_maximum: float | None = None) -> Link:
-        """An assignment made by hand (as in Moodle: a custom parameter lab=...), with a gradebook column."""
-        lineitem = self.new_lineitem({"label": "by hand", "scoreMaximum": score_maximum}) if score_maximum else None
-        link = Link(f"link-{uuid.uuid4().hex[:8]}", dict(custom), lineitem["id"].rsplit("/", 1)[-1] if lineitem else None)
+        """An assignment made by hand (as in Moodle: a custom
+        parameter lab=...), with a gradebook column."""
+        lineitem = (
+            self.new_lineitem({"label": "by hand", "scoreMaximum": score_maximum})
+            if score_maximum
+            else None
+        )
+        link = Link(f"link-{uuid.uuid4().hex[:8]}", dict(custom),
+                    lineitem["id"].rsplit("/", 1)[-1] if lineitem else None)
         self.links[link.link_id] = link
         return link
 
@@ -242,12 +277,15 @@ class Platform:
 
         async def service_request(request: Request) -> DictRequest:
             body = await request.body()
-            return DictRequest({"method": request.method, "form_data": {}, "get_data": dict(request.query_params),
-                                "headers": request.headers, "content_type": request.headers.get("content-type"),
-                                "path": request.url.path, "json": json.loads(body) if body else None})
+            return DictRequest({"method": request.method, "form_data": {},
+                                "get_data": dict(request.query_params), "headers": request.headers,
+                                "content_type": request.headers.get("content-type"),
+                                "path": request.url.path,
+                                "json": json.loads(body) if body else None})
 
         def answer(response) -> JSONResponse:
-            return JSONResponse(response.result if response.result is not None else {"message": response.message},
+            return JSONResponse(response.result if response.result is not None
+                                else {"message": response.message},
                                 status_code=response.code, media_type=response.media_type)
 
         @app.get("/start")
@@ -272,12 +310,17 @@ class Platform:
             try:
                 return await run_in_threadpool(self.config.get_access_token, form)
             except Exception as error:
-                return JSONResponse({"error": "invalid_client", "detail": str(error)}, status_code=400)
+                return JSONResponse({"error": "invalid_client", "detail": str(error)},
+                                    status_code=400)
 
         @app.api_route("/lineitems", methods=["GET", "POST"])
         async def lineitems(request: Request):
             service = Gradebook(await service_request(request), self)
-            handle = service.handle_get_lineitems if request.method == "GET" else service.handle_create_lineitem
+            handle = (
+                service.handle_get_lineitems
+                if request.method == "GET"
+                else service.handle_create_lineitem
+            )
             return answer(service.handle_resp(handle))
 
         @app.get("/lineitems/{number}")
@@ -288,7 +331,8 @@ class Platform:
         @app.post("/lineitems/{number}/scores")
         async def scores(number: str, request: Request):
             if self.scores_down:
-                return JSONResponse({"error": "the gradebook is down for maintenance"}, status_code=503)
+                return JSONResponse({"error": "the gradebook is down for maintenance"},
+                                    status_code=503)
             service = Gradebook(await service_request(request), self, number)
             return answer(service.handle_resp(service.handle_update_score, line_item_id=number))
 
@@ -301,10 +345,11 @@ class Platform:
         async def deep_link_return(request: Request):
             form = dict(await request.form())
             try:  # the tool's signature, checked against its JWKS by lti1p3platform
-                items = await run_in_threadpool(self.config.validate_deeplinking_resp, {"JWT": form.get("JWT", "")})
+                items = await run_in_threadpool(self.config.validate_deeplinking_resp,
+                                                {"JWT": form.get("JWT", "")})
             except Exception as error:
-                return HTMLResponse(f"<p>refused: {html.escape(type(error).__name__)}: {html.escape(str(error))}</p>",
-                                    status_code=400)
+                return HTMLResponse(f"<p>refused: {html.escape(type(error).__name__)}: "
+                                    f"{html.escape(str(error))}</p>", status_code=400)
             made = []
             for item in items:
                 lineitem = self.new_lineitem(item["lineItem"]) if item.get("lineItem") else None

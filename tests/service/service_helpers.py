@@ -1,5 +1,6 @@
-"""What the service's tests share: a real server process on loopback (``python -m autograder serve``),
-its SQLite database, a roster, tokens and accounts made with the real commands; HTTP helpers."""
+"""What the service's tests share: a real server process on loopback (``python -m autograder
+serve``), its SQLite database, a roster, tokens and accounts made with the real commands; HTTP
+helpers."""
 from __future__ import annotations
 
 import csv
@@ -32,9 +33,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def command(*args: str, stdin: str | None = None, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", *args], input=stdin, capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout)
+def command(
+    *args: str, stdin: str | None = None, cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "autograder", *args], input=stdin,
+                          capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
 @dataclass
@@ -46,7 +49,8 @@ class Server:
     tokens: dict[str, str]
     process: subprocess.Popen | None = None
     args: list[str] = field(default_factory=list)
-    program: list[str] = field(default_factory=lambda: ["-m", "autograder"])  # what Python runs: the real command
+    # what Python runs: the real command
+    program: list[str] = field(default_factory=lambda: ["-m", "autograder"])
 
     def client(self, student: str | None = None, token: str | None = None) -> httpx.Client:
         token = token or (self.tokens[student] if student else None)
@@ -55,7 +59,8 @@ class Server:
 
     def start(self) -> None:
         log = open(self.log, "a", encoding="utf-8")
-        self.process = subprocess.Popen([sys.executable, *self.program, "serve", *self.args], stdout=log,
+        self.process = subprocess.Popen([sys.executable, *self.program, "serve", *self.args],
+                                        stdout=log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         wait_healthy(self)
 
@@ -87,7 +92,8 @@ def wait_healthy(server: Server, seconds: float = 90) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if server.process is not None and server.process.poll() is not None:
-            raise RuntimeError(f"the server ended (exit code {server.process.returncode}):\n{server.log.read_text()[-3000:]}")
+            raise RuntimeError("the server ended (exit code "
+                               f"{server.process.returncode}):\n{server.log.read_text()[-3000:]}")
         try:
             if httpx.get(f"{server.url}/health", timeout=2).status_code == 200:
                 return
@@ -98,22 +104,27 @@ def wait_healthy(server: Server, seconds: float = 90) -> None:
 
 
 def make_service(folder: Path, *extra: str, students: list[str] = STUDENTS) -> Server:
-    """A database with a roster, tokens and accounts made by the real commands, and the server's arguments."""
+    """A database with a roster, tokens and accounts made
+    by the real commands, and the server's arguments."""
     folder.mkdir(parents=True, exist_ok=True)
     roster = folder / "roster.csv"
     with open(roster, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["student_id", "name", "email"])
         for student in students:
-            writer.writerow([student, XSS_NAME if student == "s008" else f"Student {student}", f"{student}@example.edu"])
+            writer.writerow([student, XSS_NAME if student == "s008" else f"Student {student}",
+                             f"{student}@example.edu"])
     db = folder / "service.db"
-    made = command("tokens", "--roster", str(roster), "--db", str(db), "--out", str(folder / "tokens.csv"))
+    made = command("tokens", "--roster", str(roster), "--db", str(db), "--out",
+                   str(folder / "tokens.csv"))
     assert made.returncode == 0, made.stderr
-    tokens = {row["student_id"]: row["token"] for row in csv.DictReader(open(folder / "tokens.csv", encoding="utf-8"))}
-    made = command("accounts", "add", "prof", "--role", "instructor", "--db", str(db), "--password-stdin",
-                   stdin=INSTRUCTOR_PASSWORD + "\n")
+    tokens = {row["student_id"]: row["token"]
+              for row in csv.DictReader(open(folder / "tokens.csv", encoding="utf-8"))}
+    made = command("accounts", "add", "prof", "--role", "instructor", "--db", str(db),
+                   "--password-stdin", stdin=INSTRUCTOR_PASSWORD + "\n")
     assert made.returncode == 0, made.stderr
-    database = Database(str(db))  # the TA's account as the command makes it, without another command's start-up
+    # the TA's account as the command makes it, without another command's start-up
+    database = Database(str(db))
     with database.writing() as session:
         set_account(session, "ta", "ta", TA_PASSWORD)
     database.close()
@@ -147,19 +158,26 @@ def one_result(server: Server, student: str, example: str = "toy-merge-overlaps"
         server.stop()
 
 
-def upload(client: httpx.Client, path: Path | None = None, content: bytes | None = None, name: str | None = None) -> httpx.Response:
+def upload(
+    client: httpx.Client, path: Path | None = None, content: bytes | None = None,
+    name: str | None = None,
+) -> httpx.Response:
     data = content if content is not None else Path(path).read_bytes()
-    return client.post("/api/v1/submissions", files={"notebook": (name or (Path(path).name if path else "x.ipynb"), data)})
+    return client.post("/api/v1/submissions",
+                       files={"notebook": (name or (Path(path).name if path else "x.ipynb"), data)})
 
 
 def rows(server: Server, student: str | None = None) -> list[tuple]:
-    """The submissions table as it is (id, student, lab, status), read straight from the database."""
+    """The submissions table as it is (id, student, lab,
+    status), read straight from the database."""
     import sqlite3
 
     with sqlite3.connect(server.db) as connection:
         query = "SELECT id, student_id, lab, status, claims, worker_pid FROM submissions"
         if student:
-            return connection.execute(query + " WHERE student_id = ? ORDER BY id", (student,)).fetchall()
+            return connection.execute(
+                query + " WHERE student_id = ? ORDER BY id", (student,)
+            ).fetchall()
         return connection.execute(query + " ORDER BY id").fetchall()
 
 

@@ -14,7 +14,8 @@ import pytest
 from service_helpers import EXAMPLES
 
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed "
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="Debian's chromium is not installed "
                                  "(apt-get install chromium fonts-noto-color-emoji; .ci/run does)")
 PAYLOAD = "<img src=x onerror=document.title='pwned'>"
 
@@ -37,7 +38,8 @@ def test_a_student_signs_in_uploads_and_reads_the_feedback(service, browser, tmp
     page.fill("input[name=token]", service.tokens["s008"])
     page.click("form[action='/signin'] button")
     assert page.url.endswith("/me")
-    assert "Eve" in page.inner_text("header") and page.locator("header img").count() == 0  # the roster's name is text
+    # the roster's name is text
+    assert "Eve" in page.inner_text("header") and page.locator("header img").count() == 0
     cookies = {cookie["name"]: cookie for cookie in page.context.cookies()}
     assert cookies["autograder_session"]["httpOnly"] and cookies["autograder_session"]["secure"]
 
@@ -45,12 +47,20 @@ def test_a_student_signs_in_uploads_and_reads_the_feedback(service, browser, tmp
     for cell in notebook.cells:  # the notebook's own check shows what this returns
         if cell.get("id") == "initialize_solution":
             cell.source = f"def bpe_initialize(dataset):\n    return [[{PAYLOAD!r}]], []\n"
-    page.set_input_files("input[name=notebook]", files=[{"name": f"{PAYLOAD}.ipynb", "mimeType": "application/json",
-                                                         "buffer": nbformat.writes(notebook).encode()}])
+    page.set_input_files(
+        "input[name=notebook]",
+        files=[
+            {
+                "name": f"{PAYLOAD}.ipynb", "mimeType": "application/json",
+                "buffer": nbformat.writes(notebook).encode(),
+            }
+        ],
+    )
     page.click("form[action='/me/submissions'] button")
     assert "/me/submissions/" in page.url
     status = page.inner_text("#status")
-    assert "Waiting to be graded" in status or "Being graded" in status or "Score" in status  # the queue position, then the score
+    # the queue position, then the score
+    assert "Waiting to be graded" in status or "Being graded" in status or "Score" in status
     page.wait_for_selector("#score", timeout=120_000)
     assert page.inner_text("#score") == "Score: 7 / 11"
     feedback = page.frame_locator("#feedback")
@@ -65,7 +75,8 @@ def test_a_student_signs_in_uploads_and_reads_the_feedback(service, browser, tmp
     history = page.inner_text("#attempts")
     assert "toy_bpe" in history and "7 / 11" in history and "counts" in history
     assert page.title() != "pwned" and not dialogs and not errors
-    shots = os.environ.get("SERVICE_SCREENSHOTS")  # to look at them: SERVICE_SCREENSHOTS=/some/folder
+    # to look at them: SERVICE_SCREENSHOTS=/some/folder
+    shots = os.environ.get("SERVICE_SCREENSHOTS")
     if shots:
         page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
         for shot in tmp_path.glob("*.png"):
@@ -84,6 +95,9 @@ def test_the_dashboard_in_the_browser(service, browser):
     assert page.url.endswith("/dashboard")
     assert "Class progress" in page.inner_text("body") and page.locator("#queue").count() == 1
     page.goto(f"{service.url}/dashboard/students")
-    assert PAYLOAD.split(" ")[0] not in page.inner_html("#students").replace("&lt;", "<") or page.locator("#students img").count() == 0
+    assert (
+        PAYLOAD.split(" ")[0] not in page.inner_html("#students").replace("&lt;", "<")
+        or page.locator("#students img").count() == 0
+    )
     assert page.locator("#students img").count() == 0 and page.title() != "pwned"
     page.close()

@@ -41,12 +41,14 @@ def _as_postgres():
 @pytest.fixture(scope="module")
 def postgres():
     if not INITDB:
-        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql; .ci/run installs it)")
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql; .ci/run "
+                    "installs it)")
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("postgres")
         except KeyError:
-            pytest.skip("running as root and there is no postgres user to run the PostgreSQL server as")
+            pytest.skip("running as root and there is no postgres user to run the PostgreSQL "
+                        "server as")
     binaries = Path(INITDB[-1]).parent
     folder = Path(tempfile.mkdtemp(prefix="autograder-postgres-"))
     folder.chmod(0o755)
@@ -54,11 +56,16 @@ def postgres():
         user = pwd.getpwnam("postgres")
         os.chown(folder, user.pw_uid, user.pw_gid)
     port = free_port()
-    run = lambda *args: subprocess.run([str(binaries / args[0]), *args[1:]], capture_output=True, text=True, timeout=120,
-                                       preexec_fn=_as_postgres(), cwd=folder)
-    made = run("initdb", "-D", str(folder / "data"), "-A", "trust", "-U", "grader", "--no-sync", "-E", "UTF8")
+
+    def run(*args):
+        return subprocess.run([str(binaries / args[0]), *args[1:]], capture_output=True, text=True,
+                              timeout=120, preexec_fn=_as_postgres(), cwd=folder)
+
+    made = run("initdb", "-D", str(folder / "data"), "-A", "trust", "-U", "grader", "--no-sync",
+               "-E", "UTF8")
     assert made.returncode == 0, made.stderr
-    started = run("pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "log"), "-w", "-t", "60", "start",
+    started = run("pg_ctl", "-D", str(folder / "data"), "-l", str(folder / "log"), "-w", "-t", "60",
+                  "start",
                   "-o", f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off")
     assert started.returncode == 0, started.stderr + (folder / "log").read_text()
     try:
@@ -72,7 +79,11 @@ def postgres():
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database(request, tmp_path):
-    url = str(tmp_path / "queue.db") if request.param == "sqlite" else request.getfixturevalue("postgres")
+    url = (
+        str(tmp_path / "queue.db")
+        if request.param == "sqlite"
+        else request.getfixturevalue("postgres")
+    )
     db = Database(url)
     db.migrate()
     yield db
@@ -93,8 +104,10 @@ def test_each_job_is_claimed_once_however_many_claim_at_once(database):
     with database.writing() as session:
         session.add_all(Student(student_id=f"u{n}", added_at=now()) for n in range(30))
         session.flush()
-        session.add_all(Submission(student_id=f"u{n}", lab="toy_bpe", file_name="x.ipynb", sha256="0" * 64, size=1,
-                                   notebook=b"{}", created_at=now(), status="queued", claims=0, regrades=0, priority=0)
+        session.add_all(Submission(student_id=f"u{n}", lab="toy_bpe", file_name="x.ipynb",
+                                   sha256="0" * 64, size=1,
+                                   notebook=b"{}", created_at=now(), status="queued", claims=0,
+                                   regrades=0, priority=0)
                         for n in range(30))
     graders = [f"grader{n}" for n in range(4)]
     for grader in graders:
@@ -117,11 +130,13 @@ def test_each_job_is_claimed_once_however_many_claim_at_once(database):
 def test_the_service_on_postgresql(postgres, tmp_path):
     roster = tmp_path / "roster.csv"
     roster.write_text("student_id,name\np001,Pat\n", encoding="utf-8")
-    made = command("tokens", "--roster", str(roster), "--db", postgres, "--out", str(tmp_path / "tokens.csv"))
+    made = command("tokens", "--roster", str(roster), "--db", postgres, "--out",
+                   str(tmp_path / "tokens.csv"))
     assert made.returncode == 0, made.stderr
     token = (tmp_path / "tokens.csv").read_text(encoding="utf-8").splitlines()[1].split(",")[1]
     port = free_port()
-    server = Server(f"http://127.0.0.1:{port}", tmp_path / "none", tmp_path / "server.log", tmp_path, {"p001": token})
+    server = Server(f"http://127.0.0.1:{port}", tmp_path / "none", tmp_path / "server.log",
+                    tmp_path, {"p001": token})
     server.args = ["--db", postgres, "--port", str(port), "--workers", "1"]
     result = one_result(server, "p001")
     assert result["status"] == "graded" and result["score"] == 9

@@ -1,7 +1,7 @@
-"""Headers and timed pages through real HTTP (issue 35, finding 8 and WCAG 2.2.1): HSTS whenever the
-request came over HTTPS, here through the trusted proxy on loopback (X-Forwarded-Proto), never over
-plain HTTP; the dashboard refreshes itself only when asked to, and a pending submission's page can be
-paused. (/docs and /redoc: test_service_schema.py.)"""
+"""Headers and timed pages through real HTTP (issue 35, finding 8 and WCAG 2.2.1): HSTS whenever
+the request came over HTTPS, here through the trusted proxy on loopback (X-Forwarded-Proto),
+never over plain HTTP; the dashboard refreshes itself only when asked to, and a pending
+submission's page can be paused. (/docs and /redoc: test_service_schema.py.)"""
 from __future__ import annotations
 
 import re
@@ -17,18 +17,24 @@ REFRESH = re.compile(r'<meta http-equiv="refresh"')
 def test_hsts_whenever_the_request_came_over_https(service):
     behind_tls = httpx.get(f"{service.url}/", headers={"X-Forwarded-Proto": "https"}, timeout=30)
     assert behind_tls.headers["strict-transport-security"] == "max-age=31536000"
-    api = httpx.get(f"{service.url}/api/v1/submissions", headers={"X-Forwarded-Proto": "https"}, timeout=30)
+    api = httpx.get(f"{service.url}/api/v1/submissions", headers={"X-Forwarded-Proto": "https"},
+                    timeout=30)
     assert api.status_code == 401 and "strict-transport-security" in api.headers
-    assert "strict-transport-security" not in httpx.get(f"{service.url}/", timeout=30).headers  # plain HTTP: no
+    # plain HTTP: no
+    assert "strict-transport-security" not in httpx.get(f"{service.url}/", timeout=30).headers
 
 
 def test_the_dashboard_refreshes_only_when_asked_and_says_how_to_stop(service):
-    staff = sign_in(service, "/dashboard/signin", {"username": "prof", "password": INSTRUCTOR_PASSWORD})
+    staff = sign_in(service, "/dashboard/signin",
+                    {"username": "prof", "password": INSTRUCTOR_PASSWORD})
     page = staff.get("/dashboard")
     assert page.status_code == 200 and not REFRESH.search(page.text)
     assert 'href="/dashboard?live=1"' in page.text
     live = staff.get("/dashboard?live=1")
-    assert '<meta http-equiv="refresh" content="10">' in live.text and 'href="/dashboard">stop updating' in live.text
+    assert (
+        '<meta http-equiv="refresh" content="10">' in live.text
+        and 'href="/dashboard">stop updating' in live.text
+    )
 
 
 def test_a_pending_submissions_page_can_be_paused(service):

@@ -21,11 +21,12 @@ from service_helpers import rows
 
 
 def built_notebook(monkeypatch, server: str, lab_id: str = "toy_bpe") -> nbformat.NotebookNode:
-    """The student notebook of a course whose service is ``server``, every answer filled in as the
-    lab's ``-correct`` example has it: the build's own step (``with_submit_cells``, which the release
-    runs) puts the service's URL in."""
+    """The student notebook of a course whose service is ``server``, every answer filled in as
+    the lab's ``-correct`` example has it: the build's own step (``with_submit_cells``, which the
+    release runs) puts the service's URL in."""
     monkeypatch.setenv(current().server_variable, server)
-    case = next(case for case in load_cases() if case["lab"] == lab_id and case["id"].endswith("-correct"))
+    case = next(case for case in load_cases() if case["lab"] == lab_id
+                and case["id"].endswith("-correct"))
     return with_submit_cells(make_submission(case), lab_id, current())
 
 
@@ -33,7 +34,8 @@ class Kernel:
     """A real kernel (jupyter_client) in ``folder``, as Jupyter starts one for a notebook there."""
 
     def __init__(self, folder: Path, notebook_path: Path, answer: str):
-        env = {**os.environ, "JPY_SESSION_NAME": str(notebook_path)}  # what jupyter_server sets for a notebook
+        # what jupyter_server sets for a notebook
+        env = {**os.environ, "JPY_SESSION_NAME": str(notebook_path)}
         env.pop("BPE_LABS_TOKEN", None)
         self.manager = KernelManager(kernel_name="python3")
         self.manager.start_kernel(cwd=str(folder), env=env)
@@ -55,7 +57,8 @@ class Kernel:
             self.prompts.append(message["content"]["prompt"])
             self.client.input(self.answer)
 
-        reply = self.client.execute_interactive(source, timeout=timeout, allow_stdin=True, output_hook=output, stdin_hook=stdin)
+        reply = self.client.execute_interactive(source, timeout=timeout, allow_stdin=True,
+                                                output_hook=output, stdin_hook=stdin)
         assert reply["content"]["status"] == "ok", "".join(printed)
         return "".join(printed)
 
@@ -64,7 +67,9 @@ class Kernel:
         self.manager.shutdown_kernel(now=True)
 
 
-def test_the_submit_cell_in_a_real_kernel_sends_the_saved_notebook_and_prints_the_result(service, tmp_path, monkeypatch):
+def test_the_submit_cell_in_a_real_kernel_sends_the_saved_notebook_and_prints_the_result(
+    service, tmp_path, monkeypatch
+):
     nb = built_notebook(monkeypatch, service.url)
     path = tmp_path / "work" / "toy_bpe.ipynb"
     path.parent.mkdir()
@@ -75,9 +80,13 @@ def test_the_submit_cell_in_a_real_kernel_sends_the_saved_notebook_and_prints_th
             kernel.run(cell.source)
         nbformat.write(nb, path)  # saved after the last run
         said = kernel.run(code[-1].source)
-        assert kernel.prompts == ["Your personal token for the grading service (from your instructor's message): "]
+        assert kernel.prompts == ["Your personal token for the grading service (from your "
+                                  "instructor's message): "]
         assert "older than the last cell" not in said
-        assert "📤 Sending the saved file toy_bpe.ipynb" in said and "✅ Received as submission" in said
+        assert (
+            "📤 Sending the saved file toy_bpe.ipynb" in said
+            and "✅ Received as submission" in said
+        )
         assert "Score: 11 / 11" in said
         for part in ("initialize", "pair_frequencies", "merge", "learn", "tokenize"):
             assert f"✅ {part}: " in said
@@ -92,15 +101,19 @@ def test_the_submit_cell_in_a_real_kernel_sends_the_saved_notebook_and_prints_th
         assert "Score: 11 / 11" in again and len(kernel.prompts) == 1  # the token is remembered
     finally:
         kernel.close()
-    assert [(lab, status) for _, _, lab, status, *_ in rows(service, "s011")] == [("toy_bpe", "graded")] * 2
+    assert [(lab, status) for _, _, lab, status, *_ in rows(service, "s011")] == [
+        ("toy_bpe", "graded")
+    ] * 2
 
 
 def test_in_colab_the_cell_sends_the_notebook_from_the_page(service, tmp_path, monkeypatch):
-    """Colab cannot run here: a stand-in for ``google.colab._message`` answers ``get_ipynb`` as Colab's
-    page does (sources as lists of lines), so that the Colab branch of the helper runs for real."""
+    """Colab cannot run here: a stand-in for ``google.colab._message`` answers ``get_ipynb`` as
+    Colab's page does (sources as lists of lines), so that the Colab branch of the helper runs
+    for real."""
     nb = built_notebook(monkeypatch, service.url, "ny_constitution")
     page = json.loads(nbformat.writes(nb))
-    assert all(isinstance(cell["source"], list) for cell in page["cells"] if cell["source"])  # as Colab's page sends it
+    # as Colab's page sends it
+    assert all(isinstance(cell["source"], list) for cell in page["cells"] if cell["source"])
     (tmp_path / "page.json").write_text(json.dumps({"ipynb": page}), encoding="utf-8")
     kernel = Kernel(tmp_path, tmp_path / "absent.ipynb", service.tokens["s012"])
     try:
@@ -108,8 +121,10 @@ def test_in_colab_the_cell_sends_the_notebook_from_the_page(service, tmp_path, m
 import json, sys, types
 # STAND-IN for Colab's google.colab._message (not available outside Colab): the page's notebook
 _message = types.ModuleType("google.colab._message")
-_message.blocking_request = lambda kind, request="", timeout_sec=None: json.load(open({str(tmp_path / 'page.json')!r})) if kind == "get_ipynb" else None
-sys.modules.update({{"google": types.ModuleType("google"), "google.colab": types.ModuleType("google.colab"), "google.colab._message": _message}})
+_message.blocking_request = lambda kind, request="", \
+timeout_sec=None: json.load(open({str(tmp_path / 'page.json')!r})) if kind == "get_ipynb" else None
+sys.modules.update({{"google": types.ModuleType("google"), \
+"google.colab": types.ModuleType("google.colab"), "google.colab._message": _message}})
 sys.modules["google.colab"]._message = _message
 """)
         helper = next(cell.source for cell in nb.cells if cell.get("id") == HELPER_ID)
@@ -118,11 +133,14 @@ sys.modules["google.colab"]._message = _message
     finally:
         kernel.close()
     assert "📤 Sending this notebook as it is now in Colab" in said and "Score: " in said, said
-    assert [(lab, status) for _, _, lab, status, *_ in rows(service, "s012")] == [("ny_constitution", "graded")]
+    assert [(lab, status) for _, _, lab, status, *_ in rows(service, "s012")] == [
+        ("ny_constitution", "graded")
+    ]
 
 
 def test_with_no_service_the_cell_says_how_to_hand_in(tmp_path, monkeypatch):
-    nb = nbformat.read(get_lab("toy_bpe").student_path, as_version=4)  # the notebooks as built here: no service
+    # the notebooks as built here: no service
+    nb = nbformat.read(get_lab("toy_bpe").student_path, as_version=4)
     kernel = Kernel(tmp_path, tmp_path / "toy_bpe.ipynb", "unused")
     try:
         unready = kernel.run(nb.cells[-1].source)
@@ -131,11 +149,13 @@ def test_with_no_service_the_cell_says_how_to_hand_in(tmp_path, monkeypatch):
         said = kernel.run(nb.cells[-1].source)
     finally:
         kernel.close()
-    assert "hand in the notebook file itself" in said and "File → Download → Download .ipynb" in said
+    assert (
+        "hand in the notebook file itself" in said and "File → Download → Download .ipynb" in said
+    )
     assert not kernel.prompts
 
 
-def test_every_student_notebook_has_the_helper_after_its_setup_cells_and_ends_with_the_submit_cell():
+def test_every_student_notebook_has_the_helper_after_its_setup_cells_and_ends_with_submit_cell():
     from autograder.labs import all_labs
 
     for lab in all_labs().values():
@@ -143,13 +163,23 @@ def test_every_student_notebook_has_the_helper_after_its_setup_cells_and_ends_wi
         ids = [cell.get("id") for cell in nb.cells]
         helper = ids.index(HELPER_ID)
         assert ids[-2:] == [INTRO_ID, SUBMIT_ID] and ids.count(HELPER_ID) == 1
-        assert all(cell.cell_type == "code" for cell in nb.cells[ids.index("setup"):helper]), lab.lab_id
+        assert all(cell.cell_type == "code" for cell in nb.cells[ids.index("setup") : helper]), (
+            lab.lab_id
+        )
         assert nb.cells[helper + 1].cell_type == "markdown"
         source = nb.cells[helper].source
-        imports = [line for line in source.splitlines() if line.strip().startswith(("import ", "from "))]
+        imports = [line for line in source.splitlines()
+                   if line.strip().startswith(("import ", "from "))]
         modules = {line.split()[1].split(".")[0] for line in imports}
-        assert modules <= {"json", "os", "time", "glob", "getpass", "uuid", "urllib", "google"}, modules  # standard library
-        assert 'server = ""' in source and f'lab = "{lab.lab_id}"' in source and 'token_variable = "BPE_LABS_TOKEN"' in source
+        # standard library
+        assert modules <= {"json", "os", "time", "glob", "getpass", "uuid", "urllib", "google"}, (
+            modules
+        )
+        assert (
+            'server = ""' in source
+            and f'lab = "{lab.lab_id}"' in source
+            and 'token_variable = "BPE_LABS_TOKEN"' in source
+        )
 
 
 def test_adding_the_cells_again_changes_nothing():
@@ -166,9 +196,11 @@ def test_grading_never_runs_the_submit_cells_and_says_nothing_of_them(change):
     cells = {cell.get("id"): cell for cell in nb.cells}
     if change == "edited":
         cells[SUBMIT_ID].source = "submit()  # my token is abc"
-        cells[HELPER_ID].source = cells[HELPER_ID].source.replace('server = ""', 'server = "http://example.invalid"')
+        cells[HELPER_ID].source = cells[HELPER_ID].source.replace('server = ""',
+                                                                  'server = "http://example.invalid"')
     elif change == "deleted":
-        nb.cells = [cell for cell in nb.cells if cell.get("id") not in (HELPER_ID, SUBMIT_ID, INTRO_ID)]
+        nb.cells = [cell for cell in nb.cells
+                    if cell.get("id") not in (HELPER_ID, SUBMIT_ID, INTRO_ID)]
     elif change == "moved":
         nb.cells.remove(cells[SUBMIT_ID])
         nb.cells.insert(3, cells[SUBMIT_ID])
@@ -178,15 +210,19 @@ def test_grading_never_runs_the_submit_cells_and_says_nothing_of_them(change):
     repaired = repair(nb, lab)
     assert repaired.integrity == []
     sources = "\n".join(step.source for step in repaired.program)
-    assert "submit()" not in sources and "class _Submitter" not in sources and "urllib" not in sources
+    assert (
+        "submit()" not in sources and "class _Submitter" not in sources and "urllib" not in sources
+    )
 
 
 class HeadlessKernel(Kernel):
-    """A kernel run as ``jupyter nbconvert --execute`` runs one: no notebook named to it, no stdin."""
+    """A kernel run as ``jupyter nbconvert --execute``
+    runs one: no notebook named to it, no stdin."""
 
     def __init__(self, folder: Path):
         self.manager = KernelManager(kernel_name="python3")
-        env = {key: value for key, value in os.environ.items() if key not in ("JPY_SESSION_NAME", "BPE_LABS_TOKEN")}
+        env = {key: value for key, value in os.environ.items()
+               if key not in ("JPY_SESSION_NAME", "BPE_LABS_TOKEN")}
         self.manager.start_kernel(cwd=str(folder), env=env)
         self.client = self.manager.client()
         self.client.start_channels()
@@ -200,23 +236,28 @@ class HeadlessKernel(Kernel):
             if message["msg_type"] == "stream":
                 printed.append(message["content"]["text"])
 
-        self.client.execute_interactive(source, timeout=timeout, allow_stdin=False, output_hook=output)
+        self.client.execute_interactive(source, timeout=timeout, allow_stdin=False,
+                                        output_hook=output)
         return "".join(printed)
 
 
-def test_the_submit_helper_run_headless_sends_the_notebook_that_ran_not_the_newest(tmp_path, monkeypatch):
-    """Issue 33 (8): run headless in a folder holding two copies of the lab, the helper sent the newest
-    file, not the one whose cells ran. It now finds the one by the code the kernel ran; when copies are
-    alike it cannot tell, says so, and sends nothing (here the service's address is one nobody answers:
-    reaching for it would print "cannot be reached")."""
+def test_the_submit_helper_run_headless_sends_the_notebook_that_ran_not_the_newest(
+    tmp_path, monkeypatch
+):
+    """Issue 33 (8): run headless in a folder holding two copies of the lab, the helper sent the
+    newest file, not the one whose cells ran. It now finds the one by the code the kernel ran;
+    when copies are alike it cannot tell, says so, and sends nothing (here the service's address
+    is one nobody answers: reaching for it would print "cannot be reached")."""
     nb = built_notebook(monkeypatch, "http://127.0.0.1:9")
     helper = next(cell.source for cell in nb.cells if cell.get("id") == HELPER_ID)
     ran, other = copy.deepcopy(nb), copy.deepcopy(nb)
-    answer = next(cell for cell in other.cells if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"))
+    answer = next(cell for cell in other.cells if cell.cell_type == "code"
+                  and cell.metadata.get("nbgrader", {}).get("solution"))
     answer.source += "\n# a different try, in the other copy\n"
     nbformat.write(ran, tmp_path / "toy_bpe.ipynb")
     time.sleep(0.05)
-    nbformat.write(other, tmp_path / "toy_bpe (copy).ipynb")  # the newest file: not the one that ran
+    # the newest file: not the one that ran
+    nbformat.write(other, tmp_path / "toy_bpe (copy).ipynb")
     kernel = HeadlessKernel(tmp_path)
     try:
         for cell in [cell for cell in ran.cells if cell.cell_type == "code"][:-1]:

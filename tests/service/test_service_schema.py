@@ -18,9 +18,10 @@ STUDENT = "f001"
 
 @pytest.fixture(scope="module")
 def fuzzed(tmp_path_factory):
-    """A server of this module's own (its student's uploads are all refused; their count stays here)."""
-    server = make_service(tmp_path_factory.mktemp("schema"), "--workers", "1", "--rate", "5/hour", "--api-docs",
-                          students=[STUDENT, "f002"])
+    """A server of this module's own (its student's uploads
+    are all refused; their count stays here)."""
+    server = make_service(tmp_path_factory.mktemp("schema"), "--workers", "1", "--rate", "5/hour",
+                          "--api-docs", students=[STUDENT, "f002"])
     server.start()
     yield server
     server.stop()
@@ -32,17 +33,22 @@ def test_every_api_answer_has_a_schema_in_the_openapi_document(fuzzed):
                   for method, operation in methods.items() if path.startswith("/api/")]
     assert len(operations) == 3, operations
     for path, method, operation in operations:
-        assert {"200", "202"} & set(operation["responses"]) and "401" in operation["responses"], (path, method)
+        assert {"200", "202"} & set(operation["responses"]) and "401" in operation["responses"], (
+            path, method,
+        )
         for status, response in operation["responses"].items():
             assert response["content"]["application/json"]["schema"], (path, method, status)
         assert operation["security"] == [{"HTTPBearer": []}], (path, method)
-    assert document["paths"]["/health"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert document["paths"]["/health"]["get"]["responses"]["200"]["content"]["application/json"][
+        "schema"
+    ]
 
 
 def test_the_api_holds_its_own_schema_under_fuzzing(fuzzed):
-    """Each operation with generated paths, headers and bodies, signed in as a student: schemathesis's
-    checks (no 5xx; status code, content type, headers and body as documented; auth not ignored).
-    (Its pytest plugin, from_fixture, does not run on this pytest: the operations are run here.)"""
+    """Each operation with generated paths, headers and bodies, signed in as a student:
+    schemathesis's checks (no 5xx; status code, content type, headers and body as documented;
+    auth not ignored). (Its pytest plugin, from_fixture, does not run on this pytest: the
+    operations are run here.)"""
     api = schemathesis.openapi.from_url(f"{fuzzed.url}/openapi.json")
     signed = {"Authorization": f"Bearer {fuzzed.tokens[STUDENT]}"}
     operations = [result.ok() for result in api.get_all_operations()]
@@ -50,12 +56,14 @@ def test_the_api_holds_its_own_schema_under_fuzzing(fuzzed):
 
     for operation in operations:
         @given(case=operation.as_strategy())
-        @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @settings(max_examples=25, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))
         def holds(case):
             # All of schemathesis's checks but one: that any schema-valid body is accepted. A file
             # is schema-valid as any bytes, and only a notebook of a lab is taken: a 422 that says
             # why (status: the command line's word) is the documented answer, not a failure.
-            case.call_and_validate(headers=signed, timeout=60, excluded_checks=[positive_data_acceptance])
+            case.call_and_validate(headers=signed, timeout=60,
+                                   excluded_checks=[positive_data_acceptance])
 
         holds()
 
@@ -64,8 +72,13 @@ def test_the_reference_pages_when_served_carry_a_csp_and_refuse_frames(fuzzed, s
     docs = httpx.get(f"{fuzzed.url}/docs", timeout=30)
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
     policy = docs.headers["content-security-policy"]
-    assert "frame-ancestors 'none'" in policy and "script-src" in policy and "*" not in policy.split("script-src")[1].split(";")[0]
+    assert (
+        "frame-ancestors 'none'" in policy
+        and "script-src" in policy
+        and "*" not in policy.split("script-src")[1].split(";")[0]
+    )
     assert docs.headers["x-frame-options"] == "SAMEORIGIN"
     for page in ("/docs", "/redoc"):  # off unless serve --api-docs (the shared server has no flag)
         assert httpx.get(f"{service.url}{page}", timeout=30).status_code == 404
-    assert httpx.get(f"{service.url}/openapi.json", timeout=30).status_code == 200  # the contract itself stays
+    # the contract itself stays
+    assert httpx.get(f"{service.url}/openapi.json", timeout=30).status_code == 200
