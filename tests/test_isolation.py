@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from autograder.kernel import isolation
-from autograder.kernel.session import KernelSession, Limits, isolation_status
+from autograder.kernel.session import isolation_status
 
 LANDLOCK = isolation.landlock_abi() >= 1
 needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="this Linux kernel has no Landlock")

@@ -90,7 +90,7 @@ def test_a_killed_grading_process_is_retried_once_then_the_job_gets_an_error(tmp
 
         psutil.Process(_wait_for(lambda: grading(once, 1))).kill()  # its first grading process
         for claims in (1, 2):
-            psutil.Process(_wait_for(lambda: grading(twice, claims))).kill()
+            psutil.Process(_wait_for(lambda claims=claims: grading(twice, claims))).kill()
         with server.client("s001") as client:
             retried = wait_result(client, once)
         with server.client("s002") as client:

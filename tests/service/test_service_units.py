@@ -18,7 +18,7 @@ from autograder.service.results import counted_attempts, counted_results
 from autograder.service.settings import now, parse_deadline, parse_rate
 from bpe_labs import ROOT
 from bpe_labs.examples import load_cases
-from service_helpers import command, free_port, make_service, one_result
+from service_helpers import command, make_service, one_result
 
 
 def _row(number, student, score, minutes, status="graded", late=False):
