@@ -38,7 +38,9 @@ def mismatches(cases: list[dict], grades_csv: Path) -> list[str]:
         got = {part: float(row[part] or "nan") for part in case["expected"]}
         want = {part: float(points) for part, points in case["expected"].items()}
         if row["status"] != "graded" or got != want:
-            problems.append(f"{case['id']}: status {row['status']}, points {got}, expected {want} {row['error']}")
+            problems.append(
+                f"{case['id']}: status {row['status']}, points {got}, expected {want} {row['error']}"
+            )
     return problems
 
 
@@ -49,12 +51,26 @@ def main(out_dir: Path) -> int:
     submissions.mkdir(parents=True)
     for case in cases:
         shutil.copy(REPO_ROOT / "examples" / "submissions" / f"{case['id']}.ipynb", submissions)
-    subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out_dir / "graded"),
-                    "--quiet"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(submissions),
+            "--out",
+            str(out_dir / "graded"),
+            "--quiet",
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     problems = mismatches(cases, out_dir / "graded" / "grades.csv")
     for problem in problems:
         print(f"example batch: {problem}", file=sys.stderr)
-    print(f"example batch: {len(cases) - len(problems)} of {len(cases)} notebooks got exactly their expected points")
+    print(
+        f"example batch: {len(cases) - len(problems)} of {len(cases)} notebooks got exactly their expected points"
+    )
     return 1 if problems else 0
 
 

@@ -21,12 +21,16 @@ RULES = [
     # dotted module paths in imports, notebook metadata ("references"), docs; slashed file paths
     *[(rf"\bautograder\.{name}\b", f"bpe_labs.{name}") for name in MODULES],
     *[(rf"\bautograder/{name}\b", f"bpe_labs/{name}") for name in MODULES],
-    *[(rf'"autograder" / "{name}(?=(\.py)?")', f'"bpe_labs" / "{name}') for name in MODULES],  # pathlib paths in tests
+    # pathlib paths in tests
+    *[(rf'"autograder" / "{name}(?=(\.py)?")', f'"bpe_labs" / "{name}') for name in MODULES],
     # the engine's environment variables
     *[(rf"\bBPE_LABS_{name}\b", f"AUTOGRADER_{name}") for name in ENGINE_VARIABLES],
-    # the course guard moved from autograder/course.py (now the Course object) to autograder/batch/guard.py
-    (r"\bfrom autograder\.course import (?=(CourseChanged|CourseGuard|course_files|fingerprint|digest)\b)",
-     "from autograder.batch.guard import "),
+    # the course guard moved from autograder/course.py
+    # (now the Course object) to autograder/batch/guard.py
+    (
+        r"\bfrom autograder\.course import (?=(CourseChanged|CourseGuard|course_files|fingerprint|digest)\b)",
+        "from autograder.batch.guard import ",
+    ),
     # engine-internal names that said "BPE"
     (r"\bbpe_labs_student\b", "autograder_student"),
     (r"\b_bpe_labs_codec\b", "_autograder_codec"),
@@ -39,8 +43,13 @@ RULES = [
 ]
 # The checkout's root is the course's now: tests, benchmarks and CI scripts take it from there (the
 # engine has no root of its own: it gets the course's folders from the Course object).
-OUTSIDE_ENGINE = [(r"from autograder import REPO_ROOT, (.+)", r"from bpe_labs import ROOT as REPO_ROOT\nfrom autograder import \1"),
-                  (r"from autograder import REPO_ROOT$", "from bpe_labs import ROOT as REPO_ROOT")]
+OUTSIDE_ENGINE = [
+    (
+        r"from autograder import REPO_ROOT, (.+)",
+        r"from bpe_labs import ROOT as REPO_ROOT\nfrom autograder import \1",
+    ),
+    (r"from autograder import REPO_ROOT$", "from bpe_labs import ROOT as REPO_ROOT"),
+]
 SUFFIXES = {".py", ".ipynb", ".md", ".yml", ".yaml", ".toml", ".txt", ".cfg", ".sh", ""}
 SKIP = {Path(".ci/rename_split.py")}
 

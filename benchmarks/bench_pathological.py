@@ -62,7 +62,11 @@ DASK = textwrap.dedent('''
 
 
 def environment() -> dict:
-    env = {key: value for key, value in os.environ.items() if key not in ("BPE_LABS_DATA", "PYTHONPATH")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("BPE_LABS_DATA", "PYTHONPATH")
+    }
     env["PYTHONPATH"] = str(REPO)
     return env
 
@@ -76,17 +80,52 @@ def row_of(out: Path) -> tuple[str, str]:
 def local(mode: str, variant: str, work: Path, seconds: float) -> tuple[float, str, str]:
     out = work / f"out-{mode}-{variant}"
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", CLI, variant, str(work), "grade", str(work / "sub"), "--out", str(out),
-                    "--notebook-timeout", f"{seconds:g}", "--workers", mode.split("-")[1], "--quiet"],
-                   env=environment(), cwd=work, capture_output=True, text=True, timeout=seconds * 20 + 300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            variant,
+            str(work),
+            "grade",
+            str(work / "sub"),
+            "--out",
+            str(out),
+            "--notebook-timeout",
+            f"{seconds:g}",
+            "--workers",
+            mode.split("-")[1],
+            "--quiet",
+        ],
+        env=environment(),
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=seconds * 20 + 300,
+    )
     return (time.monotonic() - started, *row_of(out))
 
 
 def dask(variant: str, work: Path, seconds: float) -> tuple[float, str, str]:
     out = work / f"out-dask-{variant}"
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", DASK, variant, str(work), str(work / "sub"), str(out), f"{seconds:g}"],
-                          env=environment(), cwd=work, capture_output=True, text=True, timeout=seconds * 20 + 300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            DASK,
+            variant,
+            str(work),
+            str(work / "sub"),
+            str(out),
+            f"{seconds:g}",
+        ],
+        env=environment(),
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=seconds * 20 + 300,
+    )
     if done.returncode:
         print(done.stderr[-2000:], file=sys.stderr)
     return (time.monotonic() - started, *row_of(out))
@@ -97,8 +136,15 @@ def gradescope(variant: str, work: Path, seconds: float) -> tuple[float, str, st
     from autograder.kernel.session import Limits
     from test_gradescope import run_autograder, unpack
 
-    root = unpack(build_zip("toy_bpe", work / f"toy-{variant}.zip", limits=Limits(notebook_seconds=seconds),
-                            part_seconds=seconds), work / f"gradescope-{variant}")
+    root = unpack(
+        build_zip(
+            "toy_bpe",
+            work / f"toy-{variant}.zip",
+            limits=Limits(notebook_seconds=seconds),
+            part_seconds=seconds,
+        ),
+        work / f"gradescope-{variant}",
+    )
     if variant == "stuck":
         codec_file = root / "source" / "autograder" / "codec.py"
         codec_file.write_text(codec_file.read_text() + HANG_IN_CODEC)
@@ -115,7 +161,9 @@ def gradescope(variant: str, work: Path, seconds: float) -> tuple[float, str, st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notebook-timeout", type=float, default=30)
-    parser.add_argument("--modes", nargs="+", default=["workers-0", "workers-2", "gradescope", "dask"])
+    parser.add_argument(
+        "--modes", nargs="+", default=["workers-0", "workers-2", "gradescope", "dask"]
+    )
     parser.add_argument("--variants", nargs="+", default=["bounded", "stuck"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-path-") as folder:
@@ -123,8 +171,12 @@ def main() -> None:
         (work / "hang_decode.py").write_text(HANG)
         (work / "sub").mkdir()
         (work / "sub" / "eve_toy_bpe.ipynb").write_bytes(same_hash_notebook())
-        print(f"a file whose kernel replies with 600,000 values sharing one hash; --notebook-timeout {args.notebook_timeout:g} s")
-        print(f"{'grader':<11} {'decode':<8} {'batch wall s':>12}  {'row: status':<22} {'row seconds':>11}")
+        print(
+            f"a file whose kernel replies with 600,000 values sharing one hash; --notebook-timeout {args.notebook_timeout:g} s"
+        )
+        print(
+            f"{'grader':<11} {'decode':<8} {'batch wall s':>12}  {'row: status':<22} {'row seconds':>11}"
+        )
         for mode in args.modes:
             for variant in args.variants:
                 if mode.startswith("workers"):
@@ -133,7 +185,10 @@ def main() -> None:
                     elapsed, status, seconds = dask(variant, work, args.notebook_timeout)
                 else:
                     elapsed, status, seconds = gradescope(variant, work, args.notebook_timeout)
-                print(f"{mode:<11} {variant:<8} {elapsed:>12.1f}  {status:<22} {seconds:>11}", flush=True)
+                print(
+                    f"{mode:<11} {variant:<8} {elapsed:>12.1f}  {status:<22} {seconds:>11}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -59,12 +59,20 @@ def free_port() -> int:
 
 
 def autograder(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "autograder", *args], check=True, capture_output=True, text=True, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        **kwargs,
+    )
 
 
 def examples_of(prefix: str) -> list[Path]:
     """The lab's example submissions that get graded (not the untouched one)."""
-    return sorted(path for path in EXAMPLES.glob(f"{prefix}-*.ipynb") if not path.stem.endswith("untouched"))
+    return sorted(
+        path for path in EXAMPLES.glob(f"{prefix}-*.ipynb") if not path.stem.endswith("untouched")
+    )
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -76,7 +84,9 @@ def moment(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-async def call(client: httpx.AsyncClient, method: str, path: str, outcome: dict, **kwargs) -> httpx.Response:
+async def call(
+    client: httpx.AsyncClient, method: str, path: str, outcome: dict, **kwargs
+) -> httpx.Response:
     """The request, sent again after a transport error (a keep-alive connection the server had just closed)."""
     for attempt in range(5):
         try:
@@ -87,8 +97,14 @@ async def call(client: httpx.AsyncClient, method: str, path: str, outcome: dict,
     return await client.request(method, path, **kwargs)
 
 
-async def student(client: httpx.AsyncClient, token: str, plan: list[tuple[float, Path]], started: float, outcome: dict,
-                  poll: float) -> None:
+async def student(
+    client: httpx.AsyncClient,
+    token: str,
+    plan: list[tuple[float, Path]],
+    started: float,
+    outcome: dict,
+    poll: float,
+) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     ids = []
     for at, path in plan:
@@ -131,7 +147,9 @@ def sleeping(path: Path, seconds: float) -> bytes:
     return nbformat.writes(nb).encode()
 
 
-async def attacker(client: httpx.AsyncClient, token: str, until: float, outcome: dict, sleep: float) -> None:
+async def attacker(
+    client: httpx.AsyncClient, token: str, until: float, outcome: dict, sleep: float
+) -> None:
     """Findings 1, 2 and 7 at once, until ``until`` (monotonic)."""
     headers = {"Authorization": f"Bearer {token}"}
     bomb = nested_empty_lists(int(19.5 * MB))
@@ -139,8 +157,19 @@ async def attacker(client: httpx.AsyncClient, token: str, until: float, outcome:
 
     async def bombs():
         while time.monotonic() < until:
-            answers = await asyncio.gather(*(call(client, "POST", "/api/v1/submissions", outcome, headers=headers,
-                                                  files={"notebook": ("lists.ipynb", bomb)}) for _ in range(3)))
+            answers = await asyncio.gather(
+                *(
+                    call(
+                        client,
+                        "POST",
+                        "/api/v1/submissions",
+                        outcome,
+                        headers=headers,
+                        files={"notebook": ("lists.ipynb", bomb)},
+                    )
+                    for _ in range(3)
+                )
+            )
             outcome["attacks"].extend(f"bomb {answer.status_code}" for answer in answers)
             await asyncio.sleep(5)
 
@@ -157,10 +186,16 @@ async def attacker(client: httpx.AsyncClient, token: str, until: float, outcome:
             try:
                 form = await client.get("/dashboard/signin")
                 csrf = form.cookies.get("autograder_csrf", "")
-                field = form.text.split('name="csrf" value="')[1].split('"')[0] if 'name="csrf"' in form.text else ""
-                answer = await client.post("/dashboard/signin", data={"username": "prof", "password": f"guess{random.random()}",
-                                                                      "csrf": field},
-                                           headers={"Cookie": f"autograder_csrf={csrf}"})
+                field = (
+                    form.text.split('name="csrf" value="')[1].split('"')[0]
+                    if 'name="csrf"' in form.text
+                    else ""
+                )
+                answer = await client.post(
+                    "/dashboard/signin",
+                    data={"username": "prof", "password": f"guess{random.random()}", "csrf": field},
+                    headers={"Cookie": f"autograder_csrf={csrf}"},
+                )
                 outcome["attacks"].append(f"guess {answer.status_code}")
             except httpx.HTTPError as error:
                 outcome["attacks"].append(f"guess {type(error).__name__}")
@@ -169,16 +204,31 @@ async def attacker(client: httpx.AsyncClient, token: str, until: float, outcome:
     await asyncio.gather(bombs(), sleepers(), guesses())
 
 
-async def load(url: str, tokens: dict[str, str], plans: dict[str, list], poll: float, connections: int,
-               attackers: list[str] = (), attack_seconds: float = 0, sleep: float = 55) -> tuple[dict, float]:
+async def load(
+    url: str,
+    tokens: dict[str, str],
+    plans: dict[str, list],
+    poll: float,
+    connections: int,
+    attackers: list[str] = (),
+    attack_seconds: float = 0,
+    sleep: float = 55,
+) -> tuple[dict, float]:
     outcome = {"sent": [], "refused": [], "results": [], "retried": [], "attacks": []}
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     async with httpx.AsyncClient(base_url=url, timeout=300, limits=limits) as client, \
             httpx.AsyncClient(base_url=url, timeout=300) as hostile:
         started = time.monotonic()
-        await asyncio.gather(*(student(client, tokens[name], plan, started, outcome, poll) for name, plan in plans.items()),
-                             *(attacker(hostile, tokens[name], started + attack_seconds, outcome, sleep)
-                               for name in attackers))
+        await asyncio.gather(
+            *(
+                student(client, tokens[name], plan, started, outcome, poll)
+                for name, plan in plans.items()
+            ),
+            *(
+                attacker(hostile, tokens[name], started + attack_seconds, outcome, sleep)
+                for name in attackers
+            ),
+        )
     return outcome, time.monotonic() - started
 
 
@@ -207,51 +257,121 @@ class PeakMemory:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--students", type=int, default=300)
     parser.add_argument("--attempts", type=int, default=3)
-    parser.add_argument("--window", type=float, default=300, help="seconds within which every submission is sent")
-    parser.add_argument("--workers", type=int, default=2 * (os.cpu_count() or 1), help="grading processes, service and CLI alike")
-    parser.add_argument("--empty", type=int, default=9, help="notebooks submitted one at a time into an empty queue")
-    parser.add_argument("--poll", type=float, default=4.0, help="seconds between a student's looks at their results")
-    parser.add_argument("--connections", type=int, default=64, help="HTTP connections the load client keeps at most")
-    parser.add_argument("--no-cli", action="store_true", help="skip grading the same files with bpe-labs grade")
-    parser.add_argument("--cli-only", action="store_true",
-                        help="only part 3: grade with bpe-labs grade the files a full run with these options sends")
+    parser.add_argument(
+        "--window", type=float, default=300, help="seconds within which every submission is sent"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2 * (os.cpu_count() or 1),
+        help="grading processes, service and CLI alike",
+    )
+    parser.add_argument(
+        "--empty", type=int, default=9, help="notebooks submitted one at a time into an empty queue"
+    )
+    parser.add_argument(
+        "--poll", type=float, default=4.0, help="seconds between a student's looks at their results"
+    )
+    parser.add_argument(
+        "--connections", type=int, default=64, help="HTTP connections the load client keeps at most"
+    )
+    parser.add_argument(
+        "--no-cli", action="store_true", help="skip grading the same files with bpe-labs grade"
+    )
+    parser.add_argument(
+        "--cli-only",
+        action="store_true",
+        help="only part 3: grade with bpe-labs grade the files a full run with these options sends",
+    )
     parser.add_argument("--seed", type=int, default=21)
-    parser.add_argument("--rate", default="10/hour", help="the server's --rate (refused uploads count against it)")
-    parser.add_argument("--attackers", type=int, default=0, help="students attacking the service during the load (issue 35)")
-    parser.add_argument("--attack-sleep", type=float, default=55,
-                        help="seconds each of an attacker's added cells sleeps (just under the cell limit)")
+    parser.add_argument(
+        "--rate", default="10/hour", help="the server's --rate (refused uploads count against it)"
+    )
+    parser.add_argument(
+        "--attackers",
+        type=int,
+        default=0,
+        help="students attacking the service during the load (issue 35)",
+    )
+    parser.add_argument(
+        "--attack-sleep",
+        type=float,
+        default=55,
+        help="seconds each of an attacker's added cells sleeps (just under the cell limit)",
+    )
     args = parser.parse_args()
     labs = list(LABS)
     files = {lab: examples_of(prefix) for lab, prefix in LABS.items()}
     rng = random.Random(args.seed)
-    # the load's plan has a generator of its own: --cli-only grades exactly the files a full run sends
+    # the load's plan has a generator of its own:
+    # --cli-only grades exactly the files a full run sends
     plan_rng = random.Random(args.seed)
     names = [f"u{number:04d}" for number in range(args.students + 1)]
     attackers = [f"a{number:03d}" for number in range(args.attackers)]
     plans, every_file = {}, []
     for name in names[1:]:
-        chosen = plan_rng.sample(labs, k=min(args.attempts, len(labs))) if args.attempts <= len(labs) else \
-            [labs[k % len(labs)] for k in range(args.attempts)]
-        plan = sorted((plan_rng.uniform(0, args.window), plan_rng.choice(files[lab])) for lab in chosen)
+        chosen = (
+            plan_rng.sample(labs, k=min(args.attempts, len(labs)))
+            if args.attempts <= len(labs)
+            else [labs[k % len(labs)] for k in range(args.attempts)]
+        )
+        plan = sorted(
+            (plan_rng.uniform(0, args.window), plan_rng.choice(files[lab])) for lab in chosen
+        )
         plans[name] = plan
         every_file += [(name, lab_path) for _, lab_path in plan]
     folder = Path(tempfile.mkdtemp(prefix="bench-service-"))
-    (folder / "roster.csv").write_text("student_id\n" + "\n".join(names + attackers) + "\n", encoding="utf-8")
+    (folder / "roster.csv").write_text(
+        "student_id\n" + "\n".join(names + attackers) + "\n", encoding="utf-8"
+    )
     service_rate = None
     if not args.cli_only:
         db = folder / "service.db"
-        autograder("tokens", "--roster", str(folder / "roster.csv"), "--db", str(db), "--out", str(folder / "tokens.csv"))
-        autograder("accounts", "add", "prof", "--role", "instructor", "--db", str(db), "--random-password")
-        tokens = {row["student_id"]: row["token"] for row in csv.DictReader(open(folder / "tokens.csv", encoding="utf-8"))}
+        autograder(
+            "tokens",
+            "--roster",
+            str(folder / "roster.csv"),
+            "--db",
+            str(db),
+            "--out",
+            str(folder / "tokens.csv"),
+        )
+        autograder(
+            "accounts", "add", "prof", "--role", "instructor", "--db", str(db), "--random-password"
+        )
+        tokens = {
+            row["student_id"]: row["token"]
+            for row in csv.DictReader(open(folder / "tokens.csv", encoding="utf-8"))
+        }
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         log = open(folder / "server.log", "w", encoding="utf-8")
-        server = subprocess.Popen([sys.executable, "-m", "autograder", "serve", "--db", str(db), "--port", str(port),
-                                   "--workers", str(args.workers), "--rate", args.rate, "--log-level", "warning"],
-                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "serve",
+                "--db",
+                str(db),
+                "--port",
+                str(port),
+                "--workers",
+                str(args.workers),
+                "--rate",
+                args.rate,
+                "--log-level",
+                "warning",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
@@ -261,35 +381,61 @@ def main() -> int:
                 except httpx.HTTPError:
                     pass
                 time.sleep(0.2)
-            print(f"server on {url}: {args.workers} grading processes; {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
+            print(
+                f"server on {url}: {args.workers} grading processes; {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}"
+            )
             memory = PeakMemory(server.pid)
 
             # 1. an empty queue, one notebook at a time
-            quiet = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {tokens[names[0]]}"}, timeout=120)
+            quiet = httpx.Client(
+                base_url=url, headers={"Authorization": f"Bearer {tokens[names[0]]}"}, timeout=120
+            )
             overheads, rounds = [], []
             for index in range(args.empty):
                 lab = labs[index % len(labs)]
                 path = files[lab][0 if index < len(labs) else rng.randrange(len(files[lab]))]
                 sent = time.monotonic()
-                number = quiet.post("/api/v1/submissions", files={"notebook": (path.name, path.read_bytes())}).json()["id"]
-                while (result := quiet.get(f"/api/v1/submissions/{number}").json())["status"] not in ("graded", "error"):
+                number = quiet.post(
+                    "/api/v1/submissions", files={"notebook": (path.name, path.read_bytes())}
+                ).json()["id"]
+                while (result := quiet.get(f"/api/v1/submissions/{number}").json())[
+                    "status"
+                ] not in ("graded", "error"):
                     time.sleep(0.05)
                 seen = time.monotonic() - sent
                 rounds.append(seen)
                 overheads.append(seen - result["grading_seconds"])
-                print(f"  empty queue: {path.stem:28s} grading {result['grading_seconds']:5.2f} s, submit to feedback {seen:5.2f} s "
-                      f"(+{seen - result['grading_seconds']:.2f} s)")
-            print(f"empty queue ({args.empty} notebooks): submit to feedback p50 {statistics.median(rounds):.2f} s, "
-                  f"p50 over the notebook's own grading time +{statistics.median(overheads):.2f} s "
-                  f"(p95 +{percentile(overheads, 0.95):.2f} s)")
+                print(
+                    f"  empty queue: {path.stem:28s} grading {result['grading_seconds']:5.2f} s, submit to feedback {seen:5.2f} s "
+                    f"(+{seen - result['grading_seconds']:.2f} s)"
+                )
+            print(
+                f"empty queue ({args.empty} notebooks): submit to feedback p50 {statistics.median(rounds):.2f} s, "
+                f"p50 over the notebook's own grading time +{statistics.median(overheads):.2f} s "
+                f"(p95 +{percentile(overheads, 0.95):.2f} s)"
+            )
 
-            os.nice(10)  # the simulated students yield the cores to the server they load (see the docstring)
+            # the simulated students yield the cores to the server they load (see the docstring)
+            os.nice(10)
             client_cpu = time.process_time()
             # 2. load: students x attempts at random moments within the window, each a different lab
-            print(f"load: {args.students} students x {args.attempts} submissions within {args.window:g} s "
-                  f"({len(every_file)} notebooks), {len(attackers)} attackers ...", flush=True)
-            outcome, took = asyncio.run(load(url, tokens, plans, args.poll, args.connections, attackers,
-                                             args.window, args.attack_sleep))
+            print(
+                f"load: {args.students} students x {args.attempts} submissions within {args.window:g} s "
+                f"({len(every_file)} notebooks), {len(attackers)} attackers ...",
+                flush=True,
+            )
+            outcome, took = asyncio.run(
+                load(
+                    url,
+                    tokens,
+                    plans,
+                    args.poll,
+                    args.connections,
+                    attackers,
+                    args.window,
+                    args.attack_sleep,
+                )
+            )
             peak = memory.stop()
             results = outcome["results"]
             ids = [item["id"] for item in results]
@@ -298,28 +444,39 @@ def main() -> int:
             last = max(moment(item["graded_at"]) for item in results)
             service_rate = len(results) / (last - first)
             graded = sum(item["status"] == "graded" for item in results)
-            print(f"load: {len(outcome['sent'])} accepted, {len(outcome['refused'])} refused, {len(results)} results "
-                  f"({graded} graded, {len(results) - graded} errors), {len(ids) - len(set(ids))} duplicates; "
-                  f"lost: {len(outcome['sent']) - len(set(ids))}; requests sent again after a transport error: "
-                  f"{len(outcome['retried'])}")
-            print(f"load: submit to result p50 {statistics.median(waits):.1f} s, p95 {percentile(waits, 0.95):.1f} s, "
-                  f"max {max(waits):.1f} s; {took:.0f} s in all")
-            # minute by minute: a steady rate while the queue is full; a dip is the machine's other load
+            print(
+                f"load: {len(outcome['sent'])} accepted, {len(outcome['refused'])} refused, {len(results)} results "
+                f"({graded} graded, {len(results) - graded} errors), {len(ids) - len(set(ids))} duplicates; "
+                f"lost: {len(outcome['sent']) - len(set(ids))}; requests sent again after a transport error: "
+                f"{len(outcome['retried'])}"
+            )
+            print(
+                f"load: submit to result p50 {statistics.median(waits):.1f} s, p95 {percentile(waits, 0.95):.1f} s, "
+                f"max {max(waits):.1f} s; {took:.0f} s in all"
+            )
+            # minute by minute: a steady rate while the queue
+            # is full; a dip is the machine's other load
             minutes = [0] * (int((last - first) // 60) + 1)
             for item in results:
                 minutes[int((moment(item["graded_at"]) - first) // 60)] += 1
             print(f"results per minute from the first submission: {' '.join(map(str, minutes))}")
-            print(f"service throughput: {service_rate:.2f} notebooks/s (first submission to last result); "
-                  f"the simulated students used {time.process_time() - client_cpu:.0f} s of CPU")
+            print(
+                f"service throughput: {service_rate:.2f} notebooks/s (first submission to last result); "
+                f"the simulated students used {time.process_time() - client_cpu:.0f} s of CPU"
+            )
             errors = [item for item in results if item["status"] != "graded"]
-            print(f"honest students: {len(results)} results of {len(outcome['sent'])} accepted, "
-                  f"{len(errors)} charged with an error{': ' + errors[0]['error'][:200] if errors else ''}; "
-                  f"web process peak memory {peak / MB:.0f} MB")
+            print(
+                f"honest students: {len(results)} results of {len(outcome['sent'])} accepted, "
+                f"{len(errors)} charged with an error{': ' + errors[0]['error'][:200] if errors else ''}; "
+                f"web process peak memory {peak / MB:.0f} MB"
+            )
             if attackers:
                 kinds: dict[str, int] = {}
                 for attack in outcome["attacks"]:
                     kinds[attack] = kinds.get(attack, 0) + 1
-                print(f"attacks ({len(attackers)} attackers): {', '.join(f'{k} x{v}' for k, v in sorted(kinds.items()))}")
+                print(
+                    f"attacks ({len(attackers)} attackers): {', '.join(f'{k} x{v}' for k, v in sorted(kinds.items()))}"
+                )
         finally:
             server.send_signal(signal.SIGTERM)
             try:
@@ -334,11 +491,21 @@ def main() -> int:
         for index, (name, path) in enumerate(every_file):
             (batch / f"{name}_{index}_{path.name}").write_bytes(path.read_bytes())
         started = time.monotonic()
-        autograder("grade", str(batch), "--out", str(folder / "out"), "--workers", str(args.workers), "--quiet")
+        autograder(
+            "grade",
+            str(batch),
+            "--out",
+            str(folder / "out"),
+            "--workers",
+            str(args.workers),
+            "--quiet",
+        )
         took = time.monotonic() - started
         cli_rate = len(every_file) / took
-        print(f"bpe-labs grade on the same {len(every_file)} files, --workers {args.workers}: {took:.0f} s, "
-              f"{cli_rate:.2f} notebooks/s")
+        print(
+            f"bpe-labs grade on the same {len(every_file)} files, --workers {args.workers}: {took:.0f} s, "
+            f"{cli_rate:.2f} notebooks/s"
+        )
         if service_rate is not None:
             print(f"service / command line throughput: {service_rate / cli_rate:.2f}")
     print(f"(files and the server's log in {folder}; load {os.getloadavg()[0]:.1f})")

@@ -6,7 +6,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from autograder.release.student_notebooks import db_url_for, register_labs, release, release_notebook  # noqa: F401  (this module's API)
+# Re-exported: this module's API.
+from autograder.release.student_notebooks import (  # noqa: F401
+    db_url_for,
+    register_labs,
+    release,
+    release_notebook,
+)
 from bpe_labs import ROOT
 
 # The course's home: the GitHub repository (and branch) that publishes this kit. The solution

@@ -38,7 +38,11 @@ class _Places(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.Annotation, cst.Decorator)):
             return False
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in NEVER_MUTATE_FUNCTION_CALLS:
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Name)
+            and node.func.value in NEVER_MUTATE_FUNCTION_CALLS
+        ):
             return False
         if isinstance(node, cst.Param) and node.default is not None:
             return False
@@ -48,7 +52,9 @@ class _Places(cst.CSTVisitor):
         if isinstance(node, cst.SimpleStatementLine) and _is_docstring(node):
             return False
         if self._functions:
-            self.places.append((node, self._functions[0], self.get_metadata(PositionProvider, node).start.line))
+            self.places.append(
+                (node, self._functions[0], self.get_metadata(PositionProvider, node).start.line)
+            )
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -92,9 +98,12 @@ def mutants_of(answer_code: str, cell: str) -> list[Mutant]:
                     continue
                 first, before, after = _changed_lines(answer_code, source)
                 key = "\n".join([cell, function, operator, _squeeze(before), _squeeze(after)])
-                names[key] = names.get(key, 0) + 1  # the same change twice in one function: numbered
+                # the same change twice in one function: numbered
+                names[key] = names.get(key, 0) + 1
                 digest = hashlib.sha1(f"{key}\n{names[key]}".encode()).hexdigest()[:10]
-                mutants.append(Mutant(digest, cell, function, operator, first or line, before, after, source))
+                mutants.append(
+                    Mutant(digest, cell, function, operator, first or line, before, after, source)
+                )
     return mutants
 
 

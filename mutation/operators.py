@@ -17,7 +17,8 @@ import libcst as cst
 from mutmut.mutation.mutators import mutation_operators as MUTMUT_OPERATORS
 
 _SWAPPED_CALLS = {"min": "max", "max": "min"}
-_UNWRAPPED_CALLS = {"sorted", "reversed", "list", "tuple"}  # f(x) -> x: a removed sort, a removed copy
+# f(x) -> x: a removed sort, a removed copy
+_UNWRAPPED_CALLS = {"sorted", "reversed", "list", "tuple"}
 _FLIPPED = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
             cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
 
@@ -44,14 +45,23 @@ def operator_swap_arguments(node: cst.Call) -> Iterable[cst.Call]:
             continue
         if cst.Module([]).code_for_node(first.value) == cst.Module([]).code_for_node(second.value):
             continue
-        swapped = [*args[:i], first.with_changes(value=second.value), second.with_changes(value=first.value), *args[i + 2:]]
+        swapped = [
+            *args[:i],
+            first.with_changes(value=second.value),
+            second.with_changes(value=first.value),
+            *args[i + 2 :],
+        ]
         yield node.with_changes(args=swapped)
 
 
 def operator_return_value(node: cst.Return) -> Iterable[cst.Return]:
     """``return x`` -> ``return None``."""
-    if node.value is not None and not (isinstance(node.value, cst.Name) and node.value.value == "None"):
-        yield node.with_changes(value=cst.Name("None"), whitespace_after_return=cst.SimpleWhitespace(" "))
+    if node.value is not None and not (
+        isinstance(node.value, cst.Name) and node.value.value == "None"
+    ):
+        yield node.with_changes(
+            value=cst.Name("None"), whitespace_after_return=cst.SimpleWhitespace(" ")
+        )
 
 
 def operator_flip_comparison(node: cst.ComparisonTarget) -> Iterable[cst.ComparisonTarget]:
@@ -77,7 +87,9 @@ def operator_range_bound(node: cst.Call) -> Iterable[cst.Call]:
         return
     for operator in (cst.Subtract(), cst.Add()):
         changed = cst.BinaryOperation(left=bound.value, operator=operator, right=cst.Integer("1"))
-        yield node.with_changes(args=[*node.args[:index], bound.with_changes(value=changed), *node.args[index + 1:]])
+        yield node.with_changes(
+            args=[*node.args[:index], bound.with_changes(value=changed), *node.args[index + 1 :]]
+        )
 
 
 def dropped_statements(block: cst.IndentedBlock) -> Iterable[cst.IndentedBlock]:
@@ -93,16 +105,26 @@ def dropped_statements(block: cst.IndentedBlock) -> Iterable[cst.IndentedBlock]:
 
 
 def _is_docstring(statement: cst.CSTNode) -> bool:
-    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-            and isinstance(statement.body[0], cst.Expr) and isinstance(statement.body[0].value, cst.SimpleString))
+    return (
+        isinstance(statement, cst.SimpleStatementLine)
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], cst.Expr)
+        and isinstance(statement.body[0].value, cst.SimpleString)
+    )
 
 
 def _is_pass(statement: cst.CSTNode) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and all(isinstance(s, cst.Pass) for s in statement.body)
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, cst.Pass) for s in statement.body
+    )
 
 
-# (node type, name, operator): the name is what the analysis reports and what an allow-list entry names.
-OPERATORS = [(node_type, function.__name__.removeprefix("operator_"), function) for node_type, function in MUTMUT_OPERATORS]
+# (node type, name, operator): the name is what the
+# analysis reports and what an allow-list entry names.
+OPERATORS = [
+    (node_type, function.__name__.removeprefix("operator_"), function)
+    for node_type, function in MUTMUT_OPERATORS
+]
 OPERATORS += [
     (cst.Call, "min_max", operator_min_max),
     (cst.Call, "unwrap_call", operator_unwrap_call),

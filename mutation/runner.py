@@ -31,10 +31,12 @@ from autograder.labs import HIDDEN_TESTS, Lab, nbgrader_meta
 from bpe_labs.examples import answer_code
 from mutation.generate import Mutant
 
-SKIPPED_TAGS = {"nbval-ignore-output", "grading-skip"}  # corpus-sized runs and timings (as tests/contracts.py)
-# A child's processor seconds (not wall-clock: a busy machine must not turn a slow mutant into a hang) up to the
-# end of its checks: at least 1 s, or 20 times the unmutated cell's; then for the hidden tests: at least 2 s, or 4
-# times the unmutated cell's. A child that waits without computing is stopped after WALL times as many seconds.
+# corpus-sized runs and timings (as tests/contracts.py)
+SKIPPED_TAGS = {"nbval-ignore-output", "grading-skip"}
+# A child's processor seconds (not wall-clock: a busy machine must not turn a slow mutant
+# into a hang) up to the end of its checks: at least 1 s, or 20 times the unmutated
+# cell's; then for the hidden tests: at least 2 s, or 4 times the unmutated cell's. A
+# child that waits without computing is stopped after WALL times as many seconds.
 CHECK_LIMIT = (1.0, 20)
 HIDDEN_LIMIT = (2.0, 4)
 WALL = 30
@@ -55,19 +57,24 @@ class Cell:
 class Outcome:
     """What one run of a solution cell (mutated or not) did to its parts."""
 
-    checks: dict[str, str] = field(default_factory=dict)  # part -> what its check printed (or why it printed nothing)
-    hidden: dict[str, str] = field(default_factory=dict)  # part -> "" when its hidden tests passed, else the failure
+    # part -> what its check printed (or why it printed nothing)
+    checks: dict[str, str] = field(default_factory=dict)
+    # part -> "" when its hidden tests passed, else the failure
+    hidden: dict[str, str] = field(default_factory=dict)
     check_seconds: float = 0.0
     hidden_seconds: float = 0.0
     stopped: str = ""  # "hang in the checks", "hang in the hidden tests", "died: ..."
 
     @property
     def check_killed(self) -> bool:
-        return bool(self.stopped and not self.checks) or any(not check_passed(text) for text in self.checks.values())
+        return bool(self.stopped and not self.checks) or any(
+            not check_passed(text) for text in self.checks.values()
+        )
 
     @property
     def hidden_killed(self) -> bool:
-        # A mutant that hangs before its hidden tests run costs the grade too (the grader's time limit).
+        # A mutant that hangs before its hidden tests run
+        # costs the grade too (the grader's time limit).
         return bool(self.stopped) or any(self.hidden.values())
 
 
@@ -91,8 +98,15 @@ def lab_cells(lab: Lab) -> list[Cell]:
             cells.append(Cell(index, grade_id, "solution", answer, _compile(answer, grade_id)))
         elif meta.get("grade"):
             match = HIDDEN_TESTS.search(cell.source)
-            cells.append(Cell(index, grade_id, "graded", code=_compile(HIDDEN_TESTS.sub("", cell.source), grade_id),
-                              hidden=_compile(match.group(1) if match else "", f"hidden tests: {grade_id}")))
+            cells.append(
+                Cell(
+                    index,
+                    grade_id,
+                    "graded",
+                    code=_compile(HIDDEN_TESTS.sub("", cell.source), grade_id),
+                    hidden=_compile(match.group(1) if match else "", f"hidden tests: {grade_id}"),
+                )
+            )
         else:
             cells.append(Cell(index, grade_id, "given", code=_compile(cell.source, grade_id)))
     return cells
@@ -118,7 +132,9 @@ def _quietly(code, namespace: dict) -> str:
     return ""
 
 
-def run_notebook(cells: list[Cell], namespace: dict, before: Callable[[int], None] | None = None) -> dict[str, tuple[str, str]]:
+def run_notebook(
+    cells: list[Cell], namespace: dict, before: Callable[[int], None] | None = None
+) -> dict[str, tuple[str, str]]:
     """Run every cell, hidden tests included: part -> (what its check printed, its hidden tests' failure).
     ``before(position)`` is called before each solution cell runs."""
     results = {}
@@ -140,7 +156,14 @@ def run_notebook(cells: list[Cell], namespace: dict, before: Callable[[int], Non
     return results
 
 
-def _child(cells: list[Cell], position: int, source: str, parts: list[str], namespace: dict, report: Callable[[dict], None]) -> None:
+def _child(
+    cells: list[Cell],
+    position: int,
+    source: str,
+    parts: list[str],
+    namespace: dict,
+    report: Callable[[dict], None],
+) -> None:
     """In the forked child: the mutated cell, the cells up to its parts' checks, the checks, then the hidden tests.
     Once one check has failed (or one part's hidden tests), the others of that kind are not run: the mutant is
     caught by the checks (or by the hidden tests) either way."""
@@ -171,7 +194,9 @@ def _child(cells: list[Cell], position: int, source: str, parts: list[str], name
     hidden: dict[str, str] = {}
     for part in parts:
         if not any(hidden.values()):
-            hidden[part] = _quietly(graded[part].hidden, namespace) if part in graded else checks[part]
+            hidden[part] = (
+                _quietly(graded[part].hidden, namespace) if part in graded else checks[part]
+            )
     report({"hidden": hidden, "hidden_seconds": time.process_time() - started})
 
 
@@ -203,7 +228,8 @@ def _fork(key: str, run: Callable[[Callable[[dict], None]], None], check_limit: 
         status = 0
         try:
             os.close(read_end)
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: dies with this process
+            # PR_SET_PDEATHSIG: dies with this process
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
@@ -218,7 +244,10 @@ def _fork(key: str, run: Callable[[Callable[[dict], None]], None], check_limit: 
             run(report)
         except BaseException:  # noqa: BLE001 - whatever happened, the parent hears of it
             with contextlib.suppress(Exception):
-                os.write(write_end, (json.dumps({"died": traceback.format_exc(limit=3)[-400:]}) + "\n").encode())
+                os.write(
+                    write_end,
+                    (json.dumps({"died": traceback.format_exc(limit=3)[-400:]}) + "\n").encode(),
+                )
             status = 1
         finally:
             os._exit(status)
@@ -239,8 +268,13 @@ def _cpu_of(pid: int) -> float:
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def run_children(tasks: list[tuple[str, Callable]], jobs: int, check_limit: float, hidden_limit: float,
-                 progress: Callable[[str], None] = lambda line: None) -> dict[str, Outcome]:
+def run_children(
+    tasks: list[tuple[str, Callable]],
+    jobs: int,
+    check_limit: float,
+    hidden_limit: float,
+    progress: Callable[[str], None] = lambda line: None,
+) -> dict[str, Outcome]:
     """Run each task (key, run(report)) in a forked child, ``jobs`` at a time, within the limits."""
     pending = list(tasks)
     started = time.perf_counter()
@@ -251,7 +285,9 @@ def run_children(tasks: list[tuple[str, Callable]], jobs: int, check_limit: floa
             key, run = pending.pop(0)
             child = _fork(key, run, check_limit)
             running[child.fd] = child
-        timeout = min(0.25, max(0.0, min(child.deadline for child in running.values()) - time.monotonic()))
+        timeout = min(
+            0.25, max(0.0, min(child.deadline for child in running.values()) - time.monotonic())
+        )
         ready, _, _ = select.select(list(running), [], [], timeout)
         for fd in ready:
             child = running[fd]
@@ -264,7 +300,10 @@ def run_children(tasks: list[tuple[str, Callable]], jobs: int, check_limit: floa
                     if "checks" in message:
                         child.outcome.checks = message["checks"]
                         child.outcome.check_seconds = message["check_seconds"]
-                        child.phase, child.deadline = "hidden tests", time.monotonic() + WALL * hidden_limit
+                        child.phase, child.deadline = (
+                            "hidden tests",
+                            time.monotonic() + WALL * hidden_limit,
+                        )
                         child.cpu_limit = _cpu_of(child.pid) + hidden_limit
                     elif "hidden" in message:
                         child.outcome.hidden = message["hidden"]
@@ -275,9 +314,15 @@ def run_children(tasks: list[tuple[str, Callable]], jobs: int, check_limit: floa
                 continue
             _finish(child, running, outcomes)  # end of file: the child is done
             if len(outcomes) % 25 == 0:
-                progress(f"  {len(outcomes)} of {len(tasks)} in {time.perf_counter() - started:.0f} s")
+                progress(
+                    f"  {len(outcomes)} of {len(tasks)} in {time.perf_counter() - started:.0f} s"
+                )
         now = time.monotonic()
-        for child in [child for child in running.values() if child.deadline <= now or _cpu_of(child.pid) > child.cpu_limit]:
+        for child in [
+            child
+            for child in running.values()
+            if child.deadline <= now or _cpu_of(child.pid) > child.cpu_limit
+        ]:
             os.kill(child.pid, signal.SIGKILL)
             child.outcome.stopped = child.outcome.stopped or f"hang in the {child.phase}"
             _finish(child, running, outcomes)
@@ -293,14 +338,23 @@ def _finish(child: _Running, running: dict, outcomes: dict) -> None:
     outcomes[child.key] = child.outcome
 
 
-def analyse(lab: Lab, mutants: dict[str, list[Mutant]], jobs: int = 2,
-            progress: Callable[[str], None] = lambda line: None) -> tuple[dict[str, Outcome], dict[str, list[str]]]:
+def analyse(
+    lab: Lab,
+    mutants: dict[str, list[Mutant]],
+    jobs: int = 2,
+    progress: Callable[[str], None] = lambda line: None,
+) -> tuple[dict[str, Outcome], dict[str, list[str]]]:
     """Every mutant of the lab (solution cell -> its mutants) through its parts: mutant id -> Outcome,
     and solution cell -> its parts."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cells = lab_cells(lab)
-    baseline = run_notebook(cells, {"__name__": "__main__"})  # warms the reference answers of every part
-    broken = {part: result for part, result in baseline.items() if not check_passed(result[0]) or result[1]}
+    # warms the reference answers of every part
+    baseline = run_notebook(cells, {"__name__": "__main__"})
+    broken = {
+        part: result
+        for part, result in baseline.items()
+        if not check_passed(result[0]) or result[1]
+    }
     if broken:
         raise RuntimeError(f"{lab.lab_id}: the solution itself fails {broken}")
     outcomes: dict[str, Outcome] = {}
@@ -317,25 +371,38 @@ def analyse(lab: Lab, mutants: dict[str, list[Mutant]], jobs: int = 2,
             return lambda report: _child(cells, position, source, parts, namespace, report)
 
         started = time.perf_counter()
-        for _ in range(3):  # the unmutated cell passes (a busy moment may make a timed hidden test fail once)
-            unmutated = run_children([("unmutated", task(cell.answer))], 1, 600.0, 600.0)["unmutated"]
+        # the unmutated cell passes (a busy moment may make a timed hidden test fail once)
+        for _ in range(3):
+            unmutated = run_children([("unmutated", task(cell.answer))], 1, 600.0, 600.0)[
+                "unmutated"
+            ]
             if not (unmutated.check_killed or unmutated.hidden_killed):
                 break
         else:
-            raise RuntimeError(f"{lab.lab_id}: the unmutated {cell.grade_id} fails in a child: {unmutated}")
+            raise RuntimeError(
+                f"{lab.lab_id}: the unmutated {cell.grade_id} fails in a child: {unmutated}"
+            )
         check_limit = max(CHECK_LIMIT[0], CHECK_LIMIT[1] * unmutated.check_seconds)
         hidden_limit = max(HIDDEN_LIMIT[0], HIDDEN_LIMIT[1] * unmutated.hidden_seconds)
         tasks = [(mutant.mutant_id, task(mutant.source)) for mutant in mutants[cell.grade_id]]
-        done = run_children(tasks, jobs, check_limit, hidden_limit, progress=lambda line: progress(f"{cell.grade_id}:{line}"))
-        # A mutant the hidden tests found too slow while its check passed: measured once more, so that
-        # a busy moment of the machine does not make a hidden-only mutant.
+        done = run_children(
+            tasks,
+            jobs,
+            check_limit,
+            hidden_limit,
+            progress=lambda line: progress(f"{cell.grade_id}:{line}"),
+        )
+        # A mutant the hidden tests found too slow while its check passed: measured once
+        # more, so that a busy moment of the machine does not make a hidden-only mutant.
         again = [(key, run) for key, run in tasks if _slow_only(done[key])]
         if again:
             for key, outcome in run_children(again, jobs, check_limit, hidden_limit).items():
                 if not _slow_only(outcome):
                     done[key] = outcome
         outcomes.update(done)
-        progress(f"{lab.lab_id}: {cell.grade_id}: {len(tasks)} mutants in {time.perf_counter() - started:.1f} s")
+        progress(
+            f"{lab.lab_id}: {cell.grade_id}: {len(tasks)} mutants in {time.perf_counter() - started:.1f} s"
+        )
 
     namespace: dict = {"__name__": "__main__"}
     run_notebook(cells, namespace, before=fork_mutants)

@@ -13,29 +13,71 @@ import pytest
 from autograder.labs import get_lab
 from contracts import try_mistake
 
-PRETOKENIZE_WITHOUT_SPACE_RULE = {"pretokenize_solution": [
-    {"old": "regex.findall(GPT2_SPLIT_PATTERN, piece)", "new": 'regex.findall(GPT2_SPLIT_PATTERN.replace(r"|\\s+(?!\\S)", ""), piece)'}]}
-SPLIT_UNSORTED = {"special_tokens_solution": [
-    {"old": "longest_first = sorted(special_tokens, key=len, reverse=True)", "new": "longest_first = special_tokens"}]}
-SPLIT_NOT_WRITTEN = {"special_tokens_solution": [
-    {"old": "    if not special_tokens:\n", "new": "    raise NotImplementedError()\n    if not special_tokens:\n"}]}
-MERGE_OVERLAPS = {"merge_solution": [{"old": "            i += 2\n", "new": "            i += 1\n"}]}
+PRETOKENIZE_WITHOUT_SPACE_RULE = {
+    "pretokenize_solution": [
+        {
+            "old": "regex.findall(GPT2_SPLIT_PATTERN, piece)",
+            "new": 'regex.findall(GPT2_SPLIT_PATTERN.replace(r"|\\s+(?!\\S)", ""), piece)',
+        }
+    ]
+}
+SPLIT_UNSORTED = {
+    "special_tokens_solution": [
+        {
+            "old": "longest_first = sorted(special_tokens, key=len, reverse=True)",
+            "new": "longest_first = special_tokens",
+        }
+    ]
+}
+SPLIT_NOT_WRITTEN = {
+    "special_tokens_solution": [
+        {
+            "old": "    if not special_tokens:\n",
+            "new": "    raise NotImplementedError()\n    if not special_tokens:\n",
+        }
+    ]
+}
+MERGE_OVERLAPS = {
+    "merge_solution": [{"old": "            i += 2\n", "new": "            i += 1\n"}]
+}
 
 CASES = [
-    # lab, later function (its part), the mistake, what the check names, the later part's own advice it must not give
-    ("bpe_tokenizer", "encode_iterable", PRETOKENIZE_WITHOUT_SPACE_RULE,
-     "❌ This uses your pretokenize, which does not keep GPT-2's `\\s+(?!\\S)`", "hold the last one back"),
-    ("bpe_tokenizer", "encode", SPLIT_UNSORTED,
-     "❌ This uses your split_on_special_tokens (through your pretokenize), which does not let the longest special token win",
-     "use pretokenize"),
-    ("bpe_tokenizer", "encode", SPLIT_NOT_WRITTEN,
-     "❌ This uses your split_on_special_tokens (through your pretokenize), which is not written yet", "fill in the cell above"),
-    ("toy_bpe", "learn_bpe", MERGE_OVERLAPS,
-     "❌ This uses your merge_pair_in_word, which fails its own check: fix that first", "Expected the merges"),
+    # lab, later function (its part), the mistake, what the
+    # check names, the later part's own advice it must not give
+    (
+        "bpe_tokenizer",
+        "encode_iterable",
+        PRETOKENIZE_WITHOUT_SPACE_RULE,
+        "❌ This uses your pretokenize, which does not keep GPT-2's `\\s+(?!\\S)`",
+        "hold the last one back",
+    ),
+    (
+        "bpe_tokenizer",
+        "encode",
+        SPLIT_UNSORTED,
+        "❌ This uses your split_on_special_tokens (through your pretokenize), which does not let the longest special token win",
+        "use pretokenize",
+    ),
+    (
+        "bpe_tokenizer",
+        "encode",
+        SPLIT_NOT_WRITTEN,
+        "❌ This uses your split_on_special_tokens (through your pretokenize), which is not written yet",
+        "fill in the cell above",
+    ),
+    (
+        "toy_bpe",
+        "learn_bpe",
+        MERGE_OVERLAPS,
+        "❌ This uses your merge_pair_in_word, which fails its own check: fix that first",
+        "Expected the merges",
+    ),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{lab}-{function}-{named[:40]}" for lab, function, _, named, _ in CASES])
+@pytest.mark.parametrize(
+    "case", CASES, ids=[f"{lab}-{function}-{named[:40]}" for lab, function, _, named, _ in CASES]
+)
 def test_the_check_names_the_earlier_function_and_nothing_else(case):
     lab_id, function, mistake, named, advice = case
     printed = try_mistake(get_lab(lab_id), function, mistake, hidden=False).printed

@@ -30,7 +30,9 @@ from autograder.kernel.boundary import full_boundary
 from bpe_labs import ROOT as REPO_ROOT
 from test_gradescope_guard import python_open_to_others
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="runuser and kernels of their own uid need root")
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="runuser and kernels of their own uid need root"
+)
 BROKEN_COURSE = "import sys\nraise ImportError('the course is not installed on this worker')\n"
 
 
@@ -84,8 +86,16 @@ def scheduler_alive(cluster) -> bool:
 
 
 # -- 1, 2: no scheduler without TLS and a client certificate --------------------------------------
-@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "tcp://localhost:8786", "127.0.0.1:8786",
-                                     "tcp://[::1]:8786", "tcp://192.0.2.10:8786"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "tcp://127.0.0.1:8786",
+        "tcp://localhost:8786",
+        "127.0.0.1:8786",
+        "tcp://[::1]:8786",
+        "tcp://192.0.2.10:8786",
+    ],
+)
 def test_a_scheduler_without_tls_is_refused_even_on_this_machine(address):
     with pytest.raises(InsecureScheduler, match="dask-certs"):
         dask_security(address)
@@ -108,8 +118,15 @@ def test_dask_certs_makes_an_owner_only_folder(tmp_path, capsys):
     assert folder.stat().st_mode & 0o777 == 0o700
     for path in folder.iterdir():
         assert path.stat().st_mode & 0o777 == 0o600, path
-    assert {p.name for p in folder.iterdir()} >= {"ca.pem", "client.pem", "client-key.pem", "scheduler.pem",
-                                                  "scheduler-key.pem", "worker.pem", "worker-key.pem"}
+    assert {p.name for p in folder.iterdir()} >= {
+        "ca.pem",
+        "client.pem",
+        "client-key.pem",
+        "scheduler.pem",
+        "scheduler-key.pem",
+        "worker.pem",
+        "worker-key.pem",
+    }
     assert main(["dask-certs", str(folder)]) == 2  # never overwritten
     assert "already holds" in capsys.readouterr().err
 
@@ -208,19 +225,30 @@ def attacking_notebook(code: str) -> bytes:
 
 
 @pytest.mark.parametrize("allow_fence", [False, True], ids=["boundary", "fence-allowed"])
-def test_an_attacking_notebook_earns_nothing_and_changes_no_other_row(cluster, clean, tmp_path, allow_fence):
+def test_an_attacking_notebook_earns_nothing_and_changes_no_other_row(
+    cluster, clean, tmp_path, allow_fence
+):
     mark = Path("/tmp") / f"bpe-attack-{uuid.uuid4().hex}"
     attack = attacking_notebook(attacker_code(cluster, mark))
     extra = {f"eve{i}_toy_bpe.ipynb": attack for i in range(2)}  # on every worker that takes files
-    rows = rows_of(notebooks(tmp_path / "sub", extra), tmp_path / "out", cluster, allow_fence=allow_fence,
-                   worker_wait=60)
+    rows = rows_of(
+        notebooks(tmp_path / "sub", extra),
+        tmp_path / "out",
+        cluster,
+        allow_fence=allow_fence,
+        worker_wait=60,
+    )
     assert not mark.exists(), "the attack ran code on a worker"
     said = Path(str(mark) + ".said")
     if said.exists():  # an attack the fence worker graded: it ran, and got nothing
         got = json.loads(said.read_text())
         said.unlink()
         print("the attack on the fence worker:", got)
-        assert set(got) >= {"tls without a certificate", "plain tcp", "the grader's stolen certificate"}, got
+        assert set(got) >= {
+            "tls without a certificate",
+            "plain tcp",
+            "the grader's stolen certificate",
+        }, got
         assert all(value != "connected" for value in got.values()), got
         keys = [path for path in got if path.endswith("-key.pem")]
         assert keys and all(got[path] == "PermissionError" for path in keys), got
@@ -229,13 +257,18 @@ def test_an_attacking_notebook_earns_nothing_and_changes_no_other_row(cluster, c
     assert scheduler_alive(cluster), "the attack stopped the scheduler"
     assert rows["amy"].score == 11.0 and rows["ben"].status == "empty_file"
     assert rows["cal"].score == clean[0]["cal"].score < 11.0, "a wrong notebook's score is its own"
-    for i in range(2):  # a correct notebook and the attack: what the correct notebook earns, no more
+    # a correct notebook and the attack: what the correct notebook earns, no more
+    for i in range(2):
         assert rows[f"eve{i}"].status == "graded" and rows[f"eve{i}"].score <= 11.0
     isolations = {row.isolation.split(" ")[0] for row in rows.values() if row.status == "graded"}
     if allow_fence:  # both workers took files, and the fence's rows say so
-        assert isolations == {"fence+seccomp+uid", clean[0]["amy"].isolation.split(" ")[0]}, isolations
+        assert isolations == {"fence+seccomp+uid", clean[0]["amy"].isolation.split(" ")[0]}, (
+            isolations
+        )
     else:
-        assert all(full_boundary(row.isolation) for row in rows.values() if row.status == "graded"), isolations
+        assert all(
+            full_boundary(row.isolation) for row in rows.values() if row.status == "graded"
+        ), isolations
 
 
 @needs_root
@@ -258,8 +291,13 @@ def test_another_local_user_can_neither_connect_nor_read_the_keys(cluster, open_
     if shutil.which("runuser") is None:
         pytest.skip("no runuser here")
     mark = Path("/tmp") / f"bpe-nobody-{uuid.uuid4().hex}"
-    run = subprocess.run(["runuser", "-u", "nobody", "--", str(open_python), "-c", attacker_code(cluster, mark)],
-                         capture_output=True, text=True, timeout=120, cwd="/")
+    run = subprocess.run(
+        ["runuser", "-u", "nobody", "--", str(open_python), "-c", attacker_code(cluster, mark)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+    )
     said = json.loads(run.stdout.strip().splitlines()[-1])
     assert "import" not in said, said
     assert all(value != "connected" for value in said.values()), said
@@ -269,9 +307,13 @@ def test_another_local_user_can_neither_connect_nor_read_the_keys(cluster, open_
     assert scheduler_alive(cluster)
 
 
-# -- 5: a lost scheduler, and no worker --------------------------------------------------------------
-def test_a_lost_scheduler_stops_the_batch_and_a_rerun_waits_for_workers_within_a_bound(tmp_path, capfd):
-    folder = notebooks(tmp_path / "sub", {f"s{i}_toy_bpe.ipynb": dump(correct_notebook()) for i in range(5)})
+# -- 5: a lost scheduler, and no worker ------------------------------------------------------------
+def test_a_lost_scheduler_stops_the_batch_and_a_rerun_waits_for_workers_within_a_bound(
+    tmp_path, capfd
+):
+    folder = notebooks(
+        tmp_path / "sub", {f"s{i}_toy_bpe.ipynb": dump(correct_notebook()) for i in range(5)}
+    )
     out = tmp_path / "out"
     certs = make_certificates(tmp_path / "certs")
     with LocalTLSCluster(1) as small:
@@ -294,7 +336,10 @@ def test_a_lost_scheduler_stops_the_batch_and_a_rerun_waits_for_workers_within_a
         err = capfd.readouterr().err
         assert code != 0 and "was lost" in err and "run the same command" in err, err
         assert "Traceback" not in err
-        assert not (out / "grades.csv").exists() or "worker_lost" not in (out / "grades.csv").read_text()
+        assert (
+            not (out / "grades.csv").exists()
+            or "worker_lost" not in (out / "grades.csv").read_text()
+        )
         # a rerun against a scheduler with no worker: it says it waits, and for how long
         with LocalTLSCluster(0, certs=certs) as empty:
             args[args.index("--scheduler") + 1] = empty.address
@@ -324,8 +369,21 @@ def test_grade_local_cluster_is_one_command(tmp_path, capsys):
         return found
 
     before = dask_processes()
-    assert main(["grade", str(folder), "--out", str(tmp_path / "out"), "--local-cluster", "--workers", "1",
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                str(folder),
+                "--out",
+                str(tmp_path / "out"),
+                "--local-cluster",
+                "--workers",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     grades = (tmp_path / "out" / "grades.csv").read_text()
     assert "amy" in grades and "landlock" in grades
     assert not dask_processes() - before, "the local cluster was ended"

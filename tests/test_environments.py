@@ -92,10 +92,18 @@ def test_a_kernel_that_dies_at_start_says_why_in_the_row(tmp_path):
     row = grade(tmp_path, Path(sys.executable), env)
     assert row["status"] == "grader_error"
     assert "this ipykernel is broken on purpose" in row["error"], row["error"]
-    probe = subprocess.run([sys.executable, "-c", "from autograder.kernel.session import isolation_status; "
-                            "print(isolation_status())"],
-                           cwd=tmp_path, env={**os.environ, **env}, capture_output=True, text=True,
-                           timeout=200)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from autograder.kernel.session import isolation_status; print(isolation_status())",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=200,
+    )
     assert probe.stdout.startswith("fence (") and "broken on purpose" in probe.stdout, (
         probe.stdout + probe.stderr[-2000:]
     )

@@ -37,11 +37,17 @@ def test_a_speed_verdict_is_the_one_the_check_showed(graded_examples):
     _, results = graded_examples
     disagreements = [
         (student, part_id, part.visible_check.strip()[:120])
-        for student, result in results.items() for part_id, part in result.parts.items()
-        if part.verdict is Verdict.TOO_SLOW and ("❌" not in part.visible_check or "✅" in part.visible_check)
+        for student, result in results.items()
+        for part_id, part in result.parts.items()
+        if part.verdict is Verdict.TOO_SLOW
+        and ("❌" not in part.visible_check or "✅" in part.visible_check)
     ]
     assert not disagreements
-    assert any(part.verdict is Verdict.TOO_SLOW for result in results.values() for part in result.parts.values())
+    assert any(
+        part.verdict is Verdict.TOO_SLOW
+        for result in results.values()
+        for part in result.parts.values()
+    )
 
 
 def test_every_lab_has_correct_untouched_and_wrong_examples(example_cases):
@@ -50,8 +56,12 @@ def test_every_lab_has_correct_untouched_and_wrong_examples(example_cases):
         full = [c for c in mine if sum(c["expected"].values()) == lab.max_score]
         zero = [c for c in mine if c.get("fill") == "none" and sum(c["expected"].values()) == 0]
         partial = [c for c in mine if 0 < sum(c["expected"].values()) < lab.max_score]
-        assert full and zero and len(partial) >= 2, f"{lab.lab_id}: needs a correct, an untouched and two wrong examples"
-        assert {p.part_id for p in lab.parts} == set(mine[0]["expected"]), f"{lab.lab_id}: expected must list every part"
+        assert full and zero and len(partial) >= 2, (
+            f"{lab.lab_id}: needs a correct, an untouched and two wrong examples"
+        )
+        assert {p.part_id for p in lab.parts} == set(mine[0]["expected"]), (
+            f"{lab.lab_id}: expected must list every part"
+        )
 
 
 def test_grades_csv_has_one_row_per_submission_and_a_column_per_part(graded_examples):
@@ -76,7 +86,9 @@ def hidden_test_fragments() -> set[str]:
     """Lines found only in hidden-test blocks (long enough to be distinctive)."""
     fragments = set()
     for lab in all_labs().values():
-        visible = "\n".join(HIDDEN_TESTS.sub("", cell.source) for cell in lab.solution_notebook().cells)
+        visible = "\n".join(
+            HIDDEN_TESTS.sub("", cell.source) for cell in lab.solution_notebook().cells
+        )
         for part in lab.parts:
             fragments |= {line.strip() for line in part.hidden_tests.splitlines()
                           if len(line.strip()) > 25 and line.strip() not in visible}
@@ -95,8 +107,15 @@ def test_feedback_shows_points_and_reasons_but_no_hidden_tests(graded_examples):
             assert forbidden not in text, f"{page}: {forbidden!r}"
         leaked = [f for f in fragments if f in text and not re.fullmatch(r'[\w\s,."\'()]*', f)]
         assert not leaked, f"{page} shows hidden-test source: {leaked[:2]}"
-    wrong = BeautifulSoup((out / "feedback" / "toy-merge-overlaps" / "toy_bpe.html").read_text(encoding="utf-8"), "html.parser").get_text()
-    assert "never overlapping" in wrong and "0 / 2" in wrong and "got ['aa', 'aa', 'a', '</w>']" in wrong
+    wrong = BeautifulSoup(
+        (out / "feedback" / "toy-merge-overlaps" / "toy_bpe.html").read_text(encoding="utf-8"),
+        "html.parser",
+    ).get_text()
+    assert (
+        "never overlapping" in wrong
+        and "0 / 2" in wrong
+        and "got ['aa', 'aa', 'a', '</w>']" in wrong
+    )
 
 
 def test_class_report_names_the_most_missed_parts(graded_examples):
@@ -118,4 +137,6 @@ def test_no_tick_before_a_lost_part(case, graded_examples):
     for part in lab.parts:
         if case["expected"][part.part_id] < part.points:
             shown = result.parts[part.part_id].visible_check
-            assert "❌" in shown and "✅" not in shown, f"{part.part_id} lost points after its check printed: {shown!r}"
+            assert "❌" in shown and "✅" not in shown, (
+                f"{part.part_id} lost points after its check printed: {shown!r}"
+            )

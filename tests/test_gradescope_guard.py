@@ -29,7 +29,13 @@ from autograder.labs import get_lab
 from bpe_labs import ROOT as REPO_ROOT
 from test_gradescope import RESULTS_SCHEMA, SUBMISSIONS, run_autograder, unpack, zips  # noqa: F401 (zips: a fixture)
 
-ANSWERS = ["initialize_solution", "pair_frequencies_solution", "merge_solution", "learn_solution", "tokenize_solution"]
+ANSWERS = [
+    "initialize_solution",
+    "pair_frequencies_solution",
+    "merge_solution",
+    "learn_solution",
+    "tokenize_solution",
+]
 
 
 def results_of(root: Path) -> dict:
@@ -43,9 +49,13 @@ def test_a_submission_that_links_to_the_solutions_earns_nothing(zips, tmp_path, 
     root = unpack(zips["toy_bpe"], tmp_path / "autograder")
     solutions = root / "source" / "solutions"
     if how == "symlink":
-        (root / "submission" / "toy_bpe.ipynb").symlink_to(Path("..") / "source" / "solutions" / "toy_bpe.ipynb")
+        (root / "submission" / "toy_bpe.ipynb").symlink_to(
+            Path("..") / "source" / "solutions" / "toy_bpe.ipynb"
+        )
     elif how == "symlinked-folder":
-        (root / "submission" / "lab1").symlink_to(Path("..") / "source" / "solutions", target_is_directory=True)
+        (root / "submission" / "lab1").symlink_to(
+            Path("..") / "source" / "solutions", target_is_directory=True
+        )
     else:
         os.link(solutions / "toy_bpe.ipynb", root / "submission" / "toy_bpe.ipynb")
     run = run_autograder(root)
@@ -89,8 +99,11 @@ def stealing_notebook(solutions: Path) -> bytes:
     """The released notebook, every answer replaced by the solution's, read through libc."""
     nb = nbformat.read(REPO_ROOT / "notebooks" / "toy_bpe.ipynb", as_version=4)
     for cell_id in ANSWERS:
-        cell_of(nb, cell_id).source = f"exec(_STOLEN.get({cell_id!r}, 'raise NotImplementedError()'))"
-    cell_of(nb, ANSWERS[0]).source = STEAL.format(path=str(solutions)) + "\n" + cell_of(nb, ANSWERS[0]).source
+        answer = f"exec(_STOLEN.get({cell_id!r}, 'raise NotImplementedError()'))"
+        cell_of(nb, cell_id).source = answer
+    cell_of(nb, ANSWERS[0]).source = (
+        STEAL.format(path=str(solutions)) + "\n" + cell_of(nb, ANSWERS[0]).source
+    )
     return dump(nb)
 
 
@@ -122,7 +135,9 @@ def open_venv():
 
 
 @pytest.mark.parametrize("isolation", ["boundary", "fence"])
-def test_reading_the_solutions_through_libc_earns_nothing_in_either_mode(isolation, zips, tmp_path, open_venv):  # noqa: F811
+def test_reading_the_solutions_through_libc_earns_nothing_in_either_mode(
+    isolation, zips, tmp_path, open_venv  # noqa: F811 (zips: the fixture imported above)
+):
     if os.geteuid() != 0:
         pytest.skip("Gradescope runs the autograder as root; a uid of the kernel's own needs root")
     if isolation == "fence" and open_venv is None:
@@ -131,11 +146,17 @@ def test_reading_the_solutions_through_libc_earns_nothing_in_either_mode(isolati
     solutions = root / "source" / "solutions" / "toy_bpe.ipynb"
     (root / "submission" / "toy_bpe.ipynb").write_bytes(stealing_notebook(solutions))
     extra = {"AUTOGRADER_ISOLATION": "fence"} if isolation == "fence" else {}
-    run = run_autograder(root, venv=open_venv if isolation == "fence" else Path(sys.prefix), **extra)
+    run = run_autograder(
+        root, venv=open_venv if isolation == "fence" else Path(sys.prefix), **extra
+    )
     results = results_of(root)
     assert run.returncode == 0, run.stdout[-3000:]
     isolation_line = next(line for line in run.stdout.splitlines() if "kernel isolation:" in line)
-    assert ("fence+seccomp+uid" in isolation_line) if isolation == "fence" else ("landlock" in isolation_line), isolation_line
+    assert (
+        ("fence+seccomp+uid" in isolation_line)
+        if isolation == "fence"
+        else ("landlock" in isolation_line)
+    ), isolation_line
     assert results["score"] == 0, (results["score"], run.stdout[-2000:])
     assert [test["score"] for test in results["tests"]] == [0] * len(get_lab("toy_bpe").parts)
 
@@ -170,11 +191,17 @@ def leaking_notebook(port: int) -> bytes:
 
 
 def gradescope_survivors() -> set[str]:
-    return set(subprocess.run(["pgrep", "-x", "bpe-gs-survivor"], capture_output=True, text=True).stdout.split())
+    return set(
+        subprocess.run(
+            ["pgrep", "-x", "bpe-gs-survivor"], capture_output=True, text=True
+        ).stdout.split()
+    )
 
 
 @pytest.mark.parametrize("isolation", ["boundary", "fence"])
-def test_no_call_leaves_the_kernel_and_no_child_outlives_the_grading(isolation, zips, tmp_path, open_venv):  # noqa: F811
+def test_no_call_leaves_the_kernel_and_no_child_outlives_the_grading(
+    isolation, zips, tmp_path, open_venv  # noqa: F811 (zips: the fixture imported above)
+):
     """From a red-team run in the fence: a correct notebook sent 133 calls' arguments (the hidden
     inputs among them) to 127.0.0.1 and scored 11/11, and a child started with libc fork() and
     setsid() was still running 91 s after results.json was written."""
@@ -210,9 +237,13 @@ def test_no_call_leaves_the_kernel_and_no_child_outlives_the_grading(isolation, 
     before = gradescope_survivors()
     try:
         root = unpack(zips["toy_bpe"], tmp_path / "autograder")
-        (root / "submission" / "toy_bpe.ipynb").write_bytes(leaking_notebook(server.getsockname()[1]))
+        (root / "submission" / "toy_bpe.ipynb").write_bytes(
+            leaking_notebook(server.getsockname()[1])
+        )
         extra = {"AUTOGRADER_ISOLATION": "fence"} if isolation == "fence" else {}
-        run = run_autograder(root, venv=open_venv if isolation == "fence" else Path(sys.prefix), **extra)
+        run = run_autograder(
+            root, venv=open_venv if isolation == "fence" else Path(sys.prefix), **extra
+        )
         results = results_of(root)
         left = gradescope_survivors() - before
     finally:
@@ -225,5 +256,8 @@ def test_no_call_leaves_the_kernel_and_no_child_outlives_the_grading(isolation, 
     assert not left, f"a child of the kernel outlived the grading: {left}"
     assert results["score"] == 11, (results["score"], run.stdout[-2000:])  # the answers are right
     isolation_line = next(line for line in run.stdout.splitlines() if "kernel isolation:" in line)
-    assert ("fence+seccomp+uid" in isolation_line) if isolation == "fence" else ("landlock" in isolation_line), \
-        isolation_line
+    assert (
+        ("fence+seccomp+uid" in isolation_line)
+        if isolation == "fence"
+        else ("landlock" in isolation_line)
+    ), isolation_line

@@ -21,17 +21,27 @@ from autograder.kernel.session import isolation_status
 
 LANDLOCK = isolation.landlock_abi() >= 1
 needs_landlock = pytest.mark.skipif(not LANDLOCK, reason="this Linux kernel has no Landlock")
-# Kernels get the boundary here (not forced to the fence by AUTOGRADER_ISOLATION=fence, nor refused).
-needs_boundary = pytest.mark.skipif(not isolation_status().startswith("landlock"),
-                                    reason=f"kernels run behind the fence here: {isolation_status()}")
-needs_x86_64 = pytest.mark.skipif(os.uname().machine != "x86_64", reason="the seccomp filter is for x86-64")
+# Kernels get the boundary here (not forced to the
+# fence by AUTOGRADER_ISOLATION=fence, nor refused).
+needs_boundary = pytest.mark.skipif(
+    not isolation_status().startswith("landlock"),
+    reason=f"kernels run behind the fence here: {isolation_status()}",
+)
+needs_x86_64 = pytest.mark.skipif(
+    os.uname().machine != "x86_64", reason="the seccomp filter is for x86-64"
+)
 
 
 def run_child(code: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """``code`` in a fresh Python with ``autograder.kernel.isolation`` importable; its output."""
     prelude = "import os, sys, ctypes, socket\nfrom autograder.kernel import isolation\n"
-    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture
@@ -87,7 +97,8 @@ def test_seccomp_refuses_ip_sockets_through_python_and_libc_but_keeps_unix_socke
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert not any("OPEN" in line for line in lines)
-    assert sum(line.endswith(" 97") for line in lines) == 8, lines  # EAFNOSUPPORT, Python and libc alike
+    # EAFNOSUPPORT, Python and libc alike
+    assert sum(line.endswith(" 97") for line in lines) == 8, lines
     assert "unix b'x'" in lines
     assert "ptrace -1 1" in lines  # EPERM
 
@@ -281,8 +292,14 @@ def run_child_with(python: str, code: str, env: dict | None = None) -> subproces
     """``code`` in ``python`` (this checkout's autograder importable)."""
     prelude = "import os, sys, ctypes, socket\nfrom autograder.kernel import isolation\n"
     root = str(Path(__file__).resolve().parents[1])
-    return subprocess.run([python, "-c", prelude + textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": root, **(env or {})})
+    return subprocess.run(
+        [python, "-c", prelude + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root, **(env or {})},
+    )
 
 
 def test_the_fence_is_used_and_said_when_landlock_is_off(open_python):
@@ -325,7 +342,11 @@ with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
 
 
 def survivors() -> set[str]:
-    return set(subprocess.run(["pgrep", "-x", "bpe-survivor"], capture_output=True, text=True).stdout.split())
+    return set(
+        subprocess.run(
+            ["pgrep", "-x", "bpe-survivor"], capture_output=True, text=True
+        ).stdout.split()
+    )
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the fence's own uid needs root")
@@ -365,7 +386,9 @@ def test_a_fence_kernel_that_would_run_as_root_is_refused():
     """
     result = run_child(code, {"AUTOGRADER_ISOLATION": "fence"})
     assert "ran as" not in result.stdout, result.stdout
-    assert "refused:" in result.stdout and "would run as root" in result.stdout, result.stdout + result.stderr[-2000:]
+    assert "refused:" in result.stdout and "would run as root" in result.stdout, (
+        result.stdout + result.stderr[-2000:]
+    )
 
 
 def test_require_isolation_refuses_the_fence():
@@ -389,9 +412,23 @@ def test_the_cli_refuses_to_grade_without_isolation_when_required(tmp_path):
     submissions = tmp_path / "submissions"
     submissions.mkdir()
     (submissions / "ann_toy_bpe.ipynb").write_text("{}")
-    result = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out"),
-                             "--require-isolation", "--quiet"], capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "AUTOGRADER_ISOLATION": "fence"})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(submissions),
+            "--out",
+            str(tmp_path / "out"),
+            "--require-isolation",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "AUTOGRADER_ISOLATION": "fence"},
+    )
     assert result.returncode == 2
     assert "--require-isolation" in result.stderr and "nothing was graded" in result.stderr
     assert not (tmp_path / "out" / "grades.csv").exists()
@@ -446,7 +483,8 @@ def test_no_unix_socket_of_the_machine_exists_for_a_kernel():
         thread.join(timeout=2)
         server.close()
     assert result.returncode == 0, result.stderr
-    assert "python 2" in result.stdout and "libc -1 2" in result.stdout, result.stdout  # ENOENT: it does not exist
+    # ENOENT: it does not exist
+    assert "python 2" in result.stdout and "libc -1 2" in result.stdout, result.stdout
     assert not reached
 
 
@@ -508,7 +546,17 @@ def test_the_kernel_root_holds_only_the_given_paths_and_follows_symbolic_links(t
     (tmp_path / "data").symlink_to(real)
     (tmp_path / "secret.txt").write_text("answers")
     (tmp_path / "root").mkdir()
-    python = sorted({sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), "/usr", "/lib", "/lib64", "/etc"})
+    python = sorted(
+        {
+            sys.prefix,
+            sys.base_prefix,
+            os.path.realpath(sys.prefix),
+            "/usr",
+            "/lib",
+            "/lib64",
+            "/etc",
+        }
+    )
     result = run_child(f"""
         isolation.unshare(isolation.CLONE_NEWNS)
         isolation.make_mounts_private()

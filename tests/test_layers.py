@@ -18,33 +18,89 @@ SKIPPED = ("autograder/service/migrations",)  # alembic's scripts, run by alembi
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # what the engine and a course give each other: the course, its interface, its labs
-    ("course", ("autograder.course", "autograder.course_interface", "autograder.verdicts",
-                "autograder.labs")),
+    (
+        "course",
+        (
+            "autograder.course",
+            "autograder.course_interface",
+            "autograder.verdicts",
+            "autograder.labs",
+        ),
+    ),
     # a student's notebook in a fresh, limited, isolated kernel the grader calls into
-    ("kernel", ("autograder.kernel.session", "autograder.kernel.process", "autograder.kernel.calls",
-                "autograder.kernel.workspace", "autograder.kernel.zygote", "autograder.kernel.boundary",
-                "autograder.kernel.isolation", "autograder.kernel.sandbox_launcher",
-                "autograder.kernel.codec", "autograder.kernel.limits", "autograder.kernel.errors",
-                "autograder.kernel.tempdirs", "autograder.kernel.shapes",
-                "autograder.kernel.probe")),  # (restructure.py's: the isolation probe)
+    (
+        "kernel",
+        (
+            "autograder.kernel.session",
+            "autograder.kernel.process",
+            "autograder.kernel.calls",
+            "autograder.kernel.workspace",
+            "autograder.kernel.zygote",
+            "autograder.kernel.boundary",
+            "autograder.kernel.isolation",
+            "autograder.kernel.sandbox_launcher",
+            "autograder.kernel.codec",
+            "autograder.kernel.limits",
+            "autograder.kernel.errors",
+            "autograder.kernel.tempdirs",
+            "autograder.kernel.shapes",
+            "autograder.kernel.probe",
+        ),
+    ),  # (restructure.py's: the isolation probe)
     # one file's grading: intake, repair, the checks, the hidden tests, the row
-    ("grading", ("autograder.grading.grade", "autograder.grading.check", "autograder.grading.stand_ins",
-                 "autograder.grading.repair", "autograder.grading.intake", "autograder.grading.settings",
-                 "autograder.grading.folder", "autograder.grading.identity", "autograder.grading.names",
-                 "autograder.grading.result",
-                 # the class list: grade --roster reads it as much as the LMS export does
-                 "autograder.grading.roster")),
+    (
+        "grading",
+        (
+            "autograder.grading.grade",
+            "autograder.grading.check",
+            "autograder.grading.stand_ins",
+            "autograder.grading.repair",
+            "autograder.grading.intake",
+            "autograder.grading.settings",
+            "autograder.grading.folder",
+            "autograder.grading.identity",
+            "autograder.grading.names",
+            "autograder.grading.result",
+            # the class list: grade --roster reads it as much as the LMS export does
+            "autograder.grading.roster",
+        ),
+    ),
     # the student notebooks as released, with the Submit cell
-    ("release", ("autograder.release.student_notebooks", "autograder.release.submit_cells",
-                 "autograder.release.submit_helper")),
+    (
+        "release",
+        (
+            "autograder.release.student_notebooks",
+            "autograder.release.submit_cells",
+            "autograder.release.submit_helper",
+        ),
+    ),
     # what is made of the rows: reports, the gradebook, formgrader's changes
-    ("reports", ("autograder.reports.report", "autograder.reports.gradebook", "autograder.reports.formgrader",
-                 "autograder.reports.adjustments", "autograder.reports.background")),
+    (
+        "reports",
+        (
+            "autograder.reports.report",
+            "autograder.reports.gradebook",
+            "autograder.reports.formgrader",
+            "autograder.reports.adjustments",
+            "autograder.reports.background",
+        ),
+    ),
     # many files: the batch, its workers and their deadline, the OUT folder's ledger
-    ("batch", ("autograder.batch.run", "autograder.batch.workers", "autograder.batch.deadline",
-               "autograder.batch.ledger", "autograder.batch.resume", "autograder.batch.guard",
-               # what other branches add to the batch: Dask's grading and TLS, a zip unpacked
-               "autograder.batch.dask_grading", "autograder.batch.dask_tls", "autograder.batch.unpack")),
+    (
+        "batch",
+        (
+            "autograder.batch.run",
+            "autograder.batch.workers",
+            "autograder.batch.deadline",
+            "autograder.batch.ledger",
+            "autograder.batch.resume",
+            "autograder.batch.guard",
+            # what other branches add to the batch: Dask's grading and TLS, a zip unpacked
+            "autograder.batch.dask_grading",
+            "autograder.batch.dask_tls",
+            "autograder.batch.unpack",
+        ),
+    ),
     ("lms", ("autograder.lms",)),
     ("service", ("autograder.service",)),
     # the commands: the command line, Gradescope's runner

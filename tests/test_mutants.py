@@ -40,8 +40,8 @@ def test_the_contract_page_gives_the_mutant_counts(lab_id, found):
         f"docs/labs/{lab_id}.md: its mutants section is not the analysis's: run make mutants"
 
 
-# Lab 1's learn check calls learn_bpe(["ab"], 5), the one public case where no pair is left before the last
-# merge. The weaker check below is handed a made-up right answer instead of calling it.
+# Lab 1's learn check calls learn_bpe(["ab"], 5), the one public case where no pair is left before
+# the last merge. The weaker check below is handed a made-up right answer instead of calling it.
 SMALL_CASE = '_run(learn_bpe, ["ab"], 5)'
 MADE_UP = '(True, ([("a", "b"), ("ab", "</w>")], ["a", "b", "</w>", "ab", "ab</w>"], [["ab</w>"]]))'
 
@@ -51,18 +51,29 @@ def test_a_weaker_check_brings_a_hidden_only_mutant_the_test_names(tmp_path):
     graded 0), and the test says so; with it, nothing is unexplained."""
     lab = all_labs()["toy_bpe"]
     notebook = nbformat.read(lab.solution_path, as_version=4)
-    helpers = next(cell for cell in notebook.cells if nbgrader_meta(cell).get("grade_id") == "feedback_helpers")
+    helpers = next(
+        cell for cell in notebook.cells if nbgrader_meta(cell).get("grade_id") == "feedback_helpers"
+    )
     assert SMALL_CASE in helpers.source
     helpers.source = helpers.source.replace(SMALL_CASE, MADE_UP)
     nbformat.write(notebook, tmp_path / "toy_bpe.ipynb")
     weaker = read_lab(tmp_path / "toy_bpe.ipynb")
-    assert analysis.cached(weaker) is None  # the stored analysis is of the real notebook: computed again
+    # the stored analysis is of the real notebook: computed again
+    assert analysis.cached(weaker) is None
 
     found = analysis.run_lab(weaker, cells=("learn_solution",), progress=lambda line: None)
     wrong = problems(found, allow_list("toy_bpe"))
-    dropped_stop = [line for line in wrong if "hidden-only" in line and "if not pair_counts:" in line]
+    dropped_stop = [
+        line for line in wrong if "hidden-only" in line and "if not pair_counts:" in line
+    ]
     assert dropped_stop, wrong
-    assert problems(_only_cell(results(lab, store=False, progress=lambda line: None), "learn_solution"), allow_list("toy_bpe")) == []
+    assert (
+        problems(
+            _only_cell(results(lab, store=False, progress=lambda line: None), "learn_solution"),
+            allow_list("toy_bpe"),
+        )
+        == []
+    )
 
 
 def _only_cell(found: dict, cell: str) -> dict:

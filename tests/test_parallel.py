@@ -16,7 +16,9 @@ def toy_folder(tmp_path_factory):
 
 
 def scores(results):
-    return {r.student_id: (r.status, r.score, {p: v.score for p, v in r.parts.items()}) for r in results}
+    return {
+        r.student_id: (r.status, r.score, {p: v.score for p, v in r.parts.items()}) for r in results
+    }
 
 
 def test_workers_and_dask_cluster_give_the_sequential_scores(toy_folder, tmp_path):
@@ -30,8 +32,15 @@ def test_workers_and_dask_cluster_give_the_sequential_scores(toy_folder, tmp_pat
     security = Security.temporary()  # TLS with client certificates: the one way to a scheduler
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, protocol="tls://",
                       security=security) as cluster:
-        distributed = scores(grade_folder(toy_folder, tmp_path / "dask", scheduler=cluster.scheduler_address,
-                                          security=security, progress=False))
+        distributed = scores(
+            grade_folder(
+                toy_folder,
+                tmp_path / "dask",
+                scheduler=cluster.scheduler_address,
+                security=security,
+                progress=False,
+            )
+        )
     assert distributed == sequential
 
 
@@ -40,4 +49,6 @@ def test_a_second_run_reuses_every_result(toy_folder, tmp_path):
     stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "results").glob("*.json")}
     second = grade_folder(toy_folder, tmp_path / "out", workers=2, progress=False)
     assert scores(second) == scores(first)
-    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "results").glob("*.json")} == stamps
+    assert {
+        p.name: p.stat().st_mtime_ns for p in (tmp_path / "out" / "results").glob("*.json")
+    } == stamps

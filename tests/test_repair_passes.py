@@ -3,8 +3,14 @@ from __future__ import annotations
 
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
-from autograder.grading.repair import (Matching, match_answers_by_place, match_by_ids, match_by_text,
-                               match_cells, match_edited_given_cells)
+from autograder.grading.repair import (
+    Matching,
+    match_answers_by_place,
+    match_by_ids,
+    match_by_text,
+    match_cells,
+    match_edited_given_cells,
+)
 
 
 def given(source, cell_id=None):

@@ -78,25 +78,43 @@ def test_the_wheel_carries_both_packages_and_the_course_files(wheel):
         entry_points = next(archive.read(name).decode() for name in names
                             if name.endswith(".dist-info/entry_points.txt"))
     labs = sorted(path.name for path in (REPO_ROOT / "solutions").glob("*.ipynb"))
-    expected = {"autograder/grading/grade.py", "autograder/course.py", "autograder/kernel/sandbox_launcher.py",
-                "autograder/gradescope_files/run_autograder",
-                "autograder/gradescope_files/setup.sh",
-                "autograder/service/app.py", "autograder/release/submit_helper.py",
-                "autograder/service/templates/base.html", "autograder/service/migrations/env.py",
-                "autograder/service/migrations/script.py.mako",
-                "autograder/service/migrations/versions/0001_initial.py",
-                "autograder/service/routes/api.py",
-                "autograder/service/migrations/versions/0002_lti.py",
-                "autograder/service/lti/adapter.py",
-                "autograder/service/lti/routes.py", "autograder/service/templates/lti_choose.html",
-                "bpe_labs/course.py", "bpe_labs/hidden.py", "bpe_labs/reference/char_bpe.py",
-                "bpe_labs/standins/ny_constitution.py",
-                *[f"bpe_labs/files/{folder}/{lab}" for folder in ("solutions", "notebooks")
-                  for lab in labs],
-                *[f"bpe_labs/files/data/{path.relative_to(REPO_ROOT / 'data').as_posix()}"
-                  for path in (REPO_ROOT / "data").rglob("*") if path.is_file()],
-                *[f"bpe_labs/files/examples/{path.relative_to(REPO_ROOT / 'examples').as_posix()}"
-                  for path in (REPO_ROOT / "examples").rglob("*") if path.is_file()]}
+    expected = {
+        "autograder/grading/grade.py",
+        "autograder/course.py",
+        "autograder/kernel/sandbox_launcher.py",
+        "autograder/gradescope_files/run_autograder",
+        "autograder/gradescope_files/setup.sh",
+        "autograder/service/app.py",
+        "autograder/release/submit_helper.py",
+        "autograder/service/templates/base.html",
+        "autograder/service/migrations/env.py",
+        "autograder/service/migrations/script.py.mako",
+        "autograder/service/migrations/versions/0001_initial.py",
+        "autograder/service/routes/api.py",
+        "autograder/service/migrations/versions/0002_lti.py",
+        "autograder/service/lti/adapter.py",
+        "autograder/service/lti/routes.py",
+        "autograder/service/templates/lti_choose.html",
+        "bpe_labs/course.py",
+        "bpe_labs/hidden.py",
+        "bpe_labs/reference/char_bpe.py",
+        "bpe_labs/standins/ny_constitution.py",
+        *[
+            f"bpe_labs/files/{folder}/{lab}"
+            for folder in ("solutions", "notebooks")
+            for lab in labs
+        ],
+        *[
+            f"bpe_labs/files/data/{path.relative_to(REPO_ROOT / 'data').as_posix()}"
+            for path in (REPO_ROOT / "data").rglob("*")
+            if path.is_file()
+        ],
+        *[
+            f"bpe_labs/files/examples/{path.relative_to(REPO_ROOT / 'examples').as_posix()}"
+            for path in (REPO_ROOT / "examples").rglob("*")
+            if path.is_file()
+        ],
+    }
     assert expected <= names, sorted(expected - names)
     assert not [name for name in names if name.startswith(("tests/", "benchmarks/", "docs/"))
                 or "__pycache__" in name]

@@ -53,23 +53,60 @@ class Postgres:
         secret.write_text(PASSWORD + "\n", encoding="utf-8")
         if os.geteuid() == 0:
             os.chown(secret, pwd.getpwnam("postgres").pw_uid, -1)
-        made = self.run("initdb", "-D", str(self.folder / "data"), "-A", "scram-sha-256", "-U", "grader",
-                        f"--pwfile={secret}", "--no-sync", "-E", "UTF8")
+        made = self.run(
+            "initdb",
+            "-D",
+            str(self.folder / "data"),
+            "-A",
+            "scram-sha-256",
+            "-U",
+            "grader",
+            f"--pwfile={secret}",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
         assert made.returncode == 0, made.stderr
         secret.unlink()
         self.start()
-        created = self.run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "grader", "course",
-                           env={**os.environ, "PGPASSWORD": PASSWORD})
+        created = self.run(
+            "createdb",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(self.port),
+            "-U",
+            "grader",
+            "course",
+            env={**os.environ, "PGPASSWORD": PASSWORD},
+        )
         assert created.returncode == 0, created.stderr
 
     def run(self, program: str, *args: str, env=None) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.binaries / program), *args], capture_output=True, text=True, timeout=120,
-                              preexec_fn=_as_postgres(), cwd=self.folder, env=env)
+        return subprocess.run(
+            [str(self.binaries / program), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_as_postgres(),
+            cwd=self.folder,
+            env=env,
+        )
 
     def start(self) -> None:
-        started = self.run("pg_ctl", "-D", str(self.folder / "data"), "-l", str(self.folder / "log"), "-w", "-t",
-                           "60", "start", "-o", f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 "
-                           "-c fsync=off")
+        started = self.run(
+            "pg_ctl",
+            "-D",
+            str(self.folder / "data"),
+            "-l",
+            str(self.folder / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+            "-o",
+            f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+        )
         assert started.returncode == 0, started.stderr + (self.folder / "log").read_text()
 
     def stop(self, mode: str = "fast") -> None:

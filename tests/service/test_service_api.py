@@ -25,7 +25,9 @@ def test_health_says_the_service_can_grade(service):
     assert answer.json()["max_upload_bytes"] == 1024 * 1024
 
 
-def test_a_submission_is_queued_then_graded_with_the_same_feedback_page_as_the_command_line(service, tmp_path):
+def test_a_submission_is_queued_then_graded_with_the_same_feedback_page_as_the_command_line(
+    service, tmp_path
+):
     notebook = EXAMPLES / "toy-merge-overlaps.ipynb"
     with service.client("s001") as client:
         queued = upload(client, content=notebook.read_bytes(), name="s001_toy_bpe.ipynb")
@@ -36,12 +38,20 @@ def test_a_submission_is_queued_then_graded_with_the_same_feedback_page_as_the_c
         result = wait_result(client, body["id"])
     assert result["status"] == "graded" and result["error"] is None
     assert result["score"] == 9 and result["max_score"] == 11
-    assert result["parts"] == {"initialize": 2, "pair_frequencies": 2, "merge": 0, "learn": 3, "tokenize": 2}
+    assert result["parts"] == {
+        "initialize": 2,
+        "pair_frequencies": 2,
+        "merge": 0,
+        "learn": 3,
+        "tokenize": 2,
+    }
     # the command line on the same file, named so that it finds the same student and file name
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "s001_toy_bpe.ipynb").write_bytes(notebook.read_bytes())
-    graded = command("grade", str(folder), "--out", str(tmp_path / "out"), "--workers", "1", "--quiet")
+    graded = command(
+        "grade", str(folder), "--out", str(tmp_path / "out"), "--workers", "1", "--quiet"
+    )
     assert graded.returncode == 0, graded.stderr
     cli_page = (tmp_path / "out" / "feedback" / "s001" / "toy_bpe.html").read_text(encoding="utf-8")
     assert result["feedback_html"] == cli_page
@@ -66,7 +76,12 @@ def test_a_missing_wrong_or_revoked_token_gets_401(service):
     with service.client() as anonymous:
         assert upload(anonymous, content=notebook).status_code == 401
         assert anonymous.get("/api/v1/submissions").status_code == 401
-    for token in ("nope", service.tokens["s007"] + "x", "x." + service.tokens["s007"].split(".")[1], "Bearer"):
+    for token in (
+        "nope",
+        service.tokens["s007"] + "x",
+        "x." + service.tokens["s007"].split(".")[1],
+        "Bearer",
+    ):
         with service.client(token=token) as wrong:
             answer = upload(wrong, content=notebook)
             assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer"
@@ -90,8 +105,14 @@ def test_another_students_submission_is_404(service):
 
 
 def test_files_that_are_not_a_notebook_of_a_lab_get_422_with_the_command_lines_status_word(service):
-    cases = {b"": "empty_file", b"{not json": "invalid_json", b'{"a": 1}': "not_a_notebook",
-             nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])).encode(): "unknown_lab"}
+    cases = {
+        b"": "empty_file",
+        b"{not json": "invalid_json",
+        b'{"a": 1}': "not_a_notebook",
+        nbformat.writes(
+            nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+        ).encode(): "unknown_lab",
+    }
     # a refused upload counts against the rate (3 an hour here): three students, at most 3 each
     for student, (content, word) in zip(("s014", "s014", "s014", "s011"), cases.items()):
         with service.client(student) as client:
@@ -100,7 +121,9 @@ def test_files_that_are_not_a_notebook_of_a_lab_get_422_with_the_command_lines_s
             assert answer.json()["status"] == word and answer.json()["detail"]
     with service.client("s014") as client:
         refused = upload(client, content=nbformat.writes(nbformat.v4.new_notebook()).encode())
-        assert refused.status_code == 429 and refused.json()["status"] == "rate_limited", refused.text
+        assert refused.status_code == 429 and refused.json()["status"] == "rate_limited", (
+            refused.text
+        )
         assert "3 of your uploads were refused" in refused.json()["detail"]
     with service.client("s012") as client:
         no_field = client.post("/api/v1/submissions", files={"other": ("x.ipynb", b"{}")})
@@ -116,7 +139,9 @@ def test_an_uploaded_pdf_is_named_a_pdf_as_the_command_line_names_it(service):
             answer = upload(client, content=b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n", name=name)
             assert answer.status_code == 422, answer.text
             assert answer.json()["status"] == "not_a_notebook", answer.text
-            assert "the file is a PDF, not a Jupyter notebook (.ipynb)" in answer.json()["detail"], answer.text
+            assert (
+                "the file is a PDF, not a Jupyter notebook (.ipynb)" in answer.json()["detail"]
+            ), answer.text
     assert rows(service, "s007") == []
 
 
@@ -138,8 +163,13 @@ def _raw_request(service, head: bytes, chunks=()) -> tuple[bytes, int]:
         connection.settimeout(30)
         answer = connection.recv(4096)
         head_end = answer.find(b"\r\n\r\n")
-        length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", answer[:head_end]) if head_end >= 0 else None
-        while length and len(answer) < head_end + 4 + int(length.group(1)):  # the body may come in a later segment
+        length = (
+            re.search(rb"(?i)\r\ncontent-length: *(\d+)", answer[:head_end])
+            if head_end >= 0
+            else None
+        )
+        # the body may come in a later segment
+        while length and len(answer) < head_end + 4 + int(length.group(1)):
             more = connection.recv(4096)
             if not more:
                 break
@@ -158,7 +188,9 @@ def test_an_upload_over_the_cap_gets_413_before_the_body_is_read_or_while_it_str
     # chunked, no length said: cut off near the cap (1 MB), never read whole (it would be 40 MB)
     piece = b"x" * 65536
     chunk = b"%x\r\n" % len(piece) + piece + b"\r\n"
-    start = b"--b\r\nContent-Disposition: form-data; name=\"notebook\"; filename=\"big.ipynb\"\r\n\r\n"
+    start = (
+        b"--b\r\nContent-Disposition: form-data; name=\"notebook\"; filename=\"big.ipynb\"\r\n\r\n"
+    )
     chunks = [b"%x\r\n" % len(start) + start + b"\r\n"] + [chunk] * 640
     answer, sent = _raw_request(service, head + b"Transfer-Encoding: chunked\r\n\r\n", chunks)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
@@ -184,7 +216,8 @@ def test_the_rate_limit_says_when_the_next_submission_is_allowed(service):
         assert 3500 < wait <= 3600
         assert refused.json()["status"] == "rate_limited" and refused.json()["retry_after"] == wait
         assert "you can submit again at" in refused.json()["detail"]
-        assert upload(client, EXAMPLES / "ny-untouched.ipynb").status_code == 202  # another lab has its own count
+        # another lab has its own count
+        assert upload(client, EXAMPLES / "ny-untouched.ipynb").status_code == 202
     assert [lab for _, _, lab, *_ in rows(service, "s002")] == ["toy_bpe"] * 3 + ["ny_constitution"]
 
 
@@ -194,7 +227,10 @@ def test_one_submission_of_a_lab_at_a_time(service):
         second = upload(client, EXAMPLES / "toy-merge-overlaps.ipynb")
         assert first.status_code == 202
         assert second.status_code == 429 and second.json()["status"] == "one_at_a_time"
-        assert int(second.headers["retry-after"]) >= 2 and f"#{first.json()['id']}" in second.json()["detail"]
+        assert (
+            int(second.headers["retry-after"]) >= 2
+            and f"#{first.json()['id']}" in second.json()["detail"]
+        )
         wait_result(client, first.json()["id"])
         third = upload(client, EXAMPLES / "toy-merge-overlaps.ipynb")
         assert third.status_code == 202
@@ -242,10 +278,26 @@ def test_the_openapi_description_lists_the_api(service):
 
 def test_plain_http_on_an_address_other_than_loopback_is_refused(tmp_path):
     started = time.monotonic()
-    refused = subprocess.run([sys.executable, "-m", "autograder", "serve", "--db", str(tmp_path / "x.db"),
-                              "--host", "0.0.0.0"], capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "serve",
+            "--db",
+            str(tmp_path / "x.db"),
+            "--host",
+            "0.0.0.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 2
-    assert refused.stderr.startswith("error: refusing to serve plain HTTP on 0.0.0.0") and "Traceback" not in refused.stderr
+    assert (
+        refused.stderr.startswith("error: refusing to serve plain HTTP on 0.0.0.0")
+        and "Traceback" not in refused.stderr
+    )
     assert refused.stderr.count("\n") == 1 and time.monotonic() - started < 60
     assert not (tmp_path / "x.db").exists()
 
@@ -256,7 +308,9 @@ def test_a_notebook_cannot_read_the_service_database(service):
     from autograder.kernel.session import isolation_status
 
     if not isolation_status().startswith("landlock"):
-        pytest.skip(f"kernels cannot be isolated here ({isolation_status()}): the fence does not stop libc")
+        pytest.skip(
+            f"kernels cannot be isolated here ({isolation_status()}): the fence does not stop libc"
+        )
     notebook = nbformat.read(EXAMPLES / "toy-correct.ipynb", as_version=4)
     spy = nbformat.v4.new_code_cell(f"""
 import ctypes
@@ -275,7 +329,11 @@ for path in ({str(service.db)!r}, {str(service.db) + '-wal'!r}):
         found.append(buffer.raw)
 raise RuntimeError("found: " + repr(found))
 """)
-    position = next(index for index, cell in enumerate(notebook.cells) if cell.get("id") == "initialize_solution")
+    position = next(
+        index
+        for index, cell in enumerate(notebook.cells)
+        if cell.get("id") == "initialize_solution"
+    )
     notebook.cells.insert(position + 1, spy)
     with service.client("s013") as client:
         queued = upload(client, content=nbformat.writes(notebook).encode(), name="spy.ipynb")

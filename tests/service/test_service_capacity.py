@@ -39,7 +39,10 @@ class PeakMemory:
         self.process, self.url = psutil.Process(pid), url
         self.peak, self.slowest_health, self.health_failures = 0, 0.0, 0
         self.done = threading.Event()
-        self.threads = [threading.Thread(target=self._sample), threading.Thread(target=self._health)]
+        self.threads = [
+            threading.Thread(target=self._sample),
+            threading.Thread(target=self._health),
+        ]
 
     def _sample(self):
         while not self.done.is_set():
@@ -79,18 +82,29 @@ def test_a_pathological_upload_costs_the_web_process_little_and_counts_against_t
         with PeakMemory(server.process.pid, server.url) as measured:
             one = upload(clients["s001"], content=attack, name="lists.ipynb")
             with ThreadPoolExecutor(3) as pool:  # three at once, by three students
-                three = list(pool.map(lambda s: upload(clients[s], content=attack, name="lists.ipynb"),
-                                      ("s002", "s003", "s004")))
+                three = list(
+                    pool.map(
+                        lambda s: upload(clients[s], content=attack, name="lists.ipynb"),
+                        ("s002", "s003", "s004"),
+                    )
+                )
         for answer in [one, *three]:
-            assert answer.status_code == 422 and answer.json()["status"] == "not_a_notebook", answer.text
-        print(f"web process peak {measured.peak / MB:.0f} MB; slowest /health {measured.slowest_health:.2f} s")
+            assert answer.status_code == 422 and answer.json()["status"] == "not_a_notebook", (
+                answer.text
+            )
+        print(
+            f"web process peak {measured.peak / MB:.0f} MB; slowest /health {measured.slowest_health:.2f} s"
+        )
         assert measured.peak < 500 * MB  # was 1.5 GB for one, 4.5 GB for three (finding 1)
         assert measured.health_failures == 0
-        # the refused uploads counted: s001 has 3 more before the rate (4/hour) refuses even a good one
+        # the refused uploads counted: s001 has 3 more
+        # before the rate (4/hour) refuses even a good one
         for _ in range(3):
             assert upload(clients["s001"], content=b"not json", name="x.ipynb").status_code == 422
         refused = upload(clients["s001"], EXAMPLES / "toy-correct.ipynb")
-        assert refused.status_code == 429 and refused.json()["status"] == "rate_limited", refused.text
+        assert refused.status_code == 429 and refused.json()["status"] == "rate_limited", (
+            refused.text
+        )
         assert "refused" in refused.json()["detail"] and int(refused.headers["Retry-After"]) > 0
         # a classmate is untouched by all this
         taken = upload(clients["s002"], EXAMPLES / "toy-correct.ipynb")
@@ -142,14 +156,18 @@ def test_one_student_never_holds_two_slots_while_a_classmate_waits(tmp_path):
     watcher = threading.Thread(target=_watch_slots, args=(server, most, stop))
     try:
         attacker, classmate = server.client("s001"), server.client("s002")
-        ids = [upload(attacker, content=_sleeping(example, 20), name=f"{example}.ipynb").json()["id"]
-               for example in ("toy-correct", "gpt2-correct", "ny-correct")]
+        ids = [
+            upload(attacker, content=_sleeping(example, 20), name=f"{example}.ipynb").json()["id"]
+            for example in ("toy-correct", "gpt2-correct", "ny-correct")
+        ]
         watcher.start()
         first = upload(classmate, EXAMPLES / "toy-correct.ipynb").json()["id"]
         assert wait_result(classmate, first)["score"] == 11
         claimed = _claimed_at(server)
         # the classmate's job went ahead of the attacker's second and third, which are older
-        assert all(claimed[job] is None or claimed[job] > claimed[first] for job in ids[1:]), claimed
+        assert all(claimed[job] is None or claimed[job] > claimed[first] for job in ids[1:]), (
+            claimed
+        )
         assert attacker.get(f"/api/v1/submissions/{ids[2]}").json()["position"] in (1, 2)
     finally:
         stop.set()
@@ -166,7 +184,9 @@ def test_the_next_job_is_the_least_served_students_oldest(tmp_path):
     server.start()
     try:
         attacker, classmate = server.client("s001"), server.client("s002")
-        sleeper = upload(attacker, content=_sleeping("toy-correct", 3), name="toy.ipynb").json()["id"]
+        sleeper = upload(attacker, content=_sleeping("toy-correct", 3), name="toy.ipynb").json()[
+            "id"
+        ]
         deadline = time.monotonic() + 120
         while not _grading_by_student(server).get("s001") and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -183,14 +203,19 @@ def test_the_next_job_is_the_least_served_students_oldest(tmp_path):
 
 
 def test_a_grading_budget_per_student_per_hour(tmp_path):
-    server = make_service(tmp_path / "budget", "--workers", "1", "--rate", "0", "--grading-budget", "0.02")
+    server = make_service(
+        tmp_path / "budget", "--workers", "1", "--rate", "0", "--grading-budget", "0.02"
+    )
     server.start()
     try:
         with server.client("s001") as client:
             first = upload(client, EXAMPLES / "toy-correct.ipynb").json()["id"]
-            assert wait_result(client, first)["status"] == "graded"  # a grading takes more than 1.2 s
+            # a grading takes more than 1.2 s
+            assert wait_result(client, first)["status"] == "graded"
             refused = upload(client, EXAMPLES / "gpt2-correct.ipynb")
-            assert refused.status_code == 429 and refused.json()["status"] == "grading_budget", refused.text
+            assert refused.status_code == 429 and refused.json()["status"] == "grading_budget", (
+                refused.text
+            )
             assert "minutes of grading in the last hour" in refused.json()["detail"]
         with server.client("s002") as client:  # a classmate's budget is their own
             assert upload(client, EXAMPLES / "toy-correct.ipynb").status_code == 202
@@ -211,8 +236,14 @@ def test_the_database_tokens_and_keys_are_owner_only(tmp_path):
             assert upload(client, EXAMPLES / "toy-correct.ipynb").status_code == 202
         made = command("lti-keys", str(folder / "keys"))
         assert made.returncode == 0, made.stderr
-        files = [server.db, Path(f"{server.db}-wal"), Path(f"{server.db}-shm"), folder / "data" / "tokens.csv",
-                 folder / "keys" / "lti-private.pem", folder / "keys" / "lti-public.pem"]
+        files = [
+            server.db,
+            Path(f"{server.db}-wal"),
+            Path(f"{server.db}-shm"),
+            folder / "data" / "tokens.csv",
+            folder / "keys" / "lti-private.pem",
+            folder / "keys" / "lti-public.pem",
+        ]
         modes = {path.name: oct(stat.S_IMODE(path.stat().st_mode)) for path in files}
         assert set(modes.values()) == {"0o600"}, modes
         assert oct(stat.S_IMODE((folder / "keys").stat().st_mode)) == "0o700"
@@ -265,13 +296,17 @@ def test_sleeping_notebooks_of_several_students_hold_up_no_classmate(tmp_path):
     job that uses no CPU for 10 s (or is graded past --long-job-seconds) no longer holds its slot,
     so a classmate is graded while both still sleep (without it, the classmate waited for them:
     finding 2 with more than one attacker)."""
-    server = make_service(tmp_path / "coalition", "--workers", "1", "--rate", "0", "--grading-budget", "0")
+    server = make_service(
+        tmp_path / "coalition", "--workers", "1", "--rate", "0", "--grading-budget", "0"
+    )
     server.start()
     try:
         sleepers = []
         for student, example in (("s001", "toy-correct"), ("s002", "gpt2-correct")):
             with server.client(student) as client:
-                sleepers.append(upload(client, content=_sleeping(example, 90), name="sleep.ipynb").json()["id"])
+                sleepers.append(
+                    upload(client, content=_sleeping(example, 90), name="sleep.ipynb").json()["id"]
+                )
         with server.client("s003") as client:
             job = upload(client, EXAMPLES / "ny-correct.ipynb").json()["id"]
             result = wait_result(client, job, seconds=80)
@@ -287,21 +322,31 @@ def test_a_class_with_attackers_loses_nothing_and_charges_no_honest_job(tmp_path
     students hand in while two attackers send finding 1's file and keep sleeping notebooks waiting
     in three labs. Every honest job gets its one exact result; no attacker ever holds two slots; the
     web process stays small. Correctness only: no time is asserted."""
-    server = make_service(tmp_path / "class", "--workers", "2", "--rate", "10/hour", "--long-job-seconds", "5")
+    server = make_service(
+        tmp_path / "class", "--workers", "2", "--rate", "10/hour", "--long-job-seconds", "5"
+    )
     server.start()
     most: dict[str, int] = {}
     stop = threading.Event()
     watcher = threading.Thread(target=_watch_slots, args=(server, most, stop))
     watcher.start()
-    honest = {"s003": ("toy-correct", 11), "s004": ("gpt2-correct", 10), "s005": ("toy-merge-overlaps", 9),
-              "s006": ("gpt2-correct", 10), "s007": ("toy-correct", 11), "s009": ("toy-merge-overlaps", 9)}
+    honest = {
+        "s003": ("toy-correct", 11),
+        "s004": ("gpt2-correct", 10),
+        "s005": ("toy-merge-overlaps", 9),
+        "s006": ("gpt2-correct", 10),
+        "s007": ("toy-correct", 11),
+        "s009": ("toy-merge-overlaps", 9),
+    }
     bomb = nested_empty_lists(int(19.5 * MB))
 
     def attack(student):
         with server.client(student) as client:
             answers = [upload(client, content=bomb, name="lists.ipynb").status_code]
             for example in ("toy-correct", "gpt2-correct", "ny-correct"):
-                answers.append(upload(client, content=_sleeping(example, 40), name="sleep.ipynb").status_code)
+                answers.append(
+                    upload(client, content=_sleeping(example, 40), name="sleep.ipynb").status_code
+                )
             return answers
 
     def hand_in(student):
@@ -326,4 +371,5 @@ def test_a_class_with_attackers_loses_nothing_and_charges_no_honest_job(tmp_path
     assert most.get("s001", 0) <= 1 and most.get("s002", 0) <= 1, most
     assert measured.peak < 500 * MB and measured.health_failures == 0
     honest_rows = [row for row in rows(server) if row[1] in honest]
-    assert len(honest_rows) == len(honest) and all(row[4] == 1 for row in honest_rows)  # graded once each
+    # graded once each
+    assert len(honest_rows) == len(honest) and all(row[4] == 1 for row in honest_rows)

@@ -18,7 +18,11 @@ def interruptions(server) -> dict[int, int]:
         return dict(connection.execute("SELECT id, interruptions FROM submissions"))
 
 
-ORDER = [("s001", "toy-correct", 11), ("s002", "gpt2-correct", 10), ("s003", "toy-merge-overlaps", 9)]
+ORDER = [
+    ("s001", "toy-correct", 11),
+    ("s002", "gpt2-correct", 10),
+    ("s003", "toy-merge-overlaps", 9),
+]
 
 
 def _wait_for(predicate, seconds: float = 120, step: float = 0.05):
@@ -55,7 +59,9 @@ def test_the_server_killed_with_jobs_queued_loses_none_and_each_gets_one_result(
         for student, _, _ in ORDER:
             with server.client(student) as client:
                 results[student] = wait_result(client, ids[student])
-                assert [item["id"] for item in client.get("/api/v1/submissions").json()] == [ids[student]]
+                assert [item["id"] for item in client.get("/api/v1/submissions").json()] == [
+                    ids[student]
+                ]
     finally:
         server.stop()
     for student, _, score in ORDER:
@@ -80,12 +86,18 @@ def test_a_killed_grading_process_is_retried_once_then_the_job_gets_an_error(tmp
         with server.client("s001") as client:
             once = upload(client, EXAMPLES / "toy-correct.ipynb").json()["id"]
         with server.client("s002") as client:
-            twice = upload(client, content=nbformat.writes(slow).encode(), name="slow.ipynb").json()["id"]
+            twice = upload(
+                client, content=nbformat.writes(slow).encode(), name="slow.ipynb"
+            ).json()["id"]
         with server.client("s003") as client:
             after = upload(client, EXAMPLES / "toy-merge-overlaps.ipynb").json()["id"]
 
         def grading(number, claims):
-            found = [row for row in rows(server) if row[0] == number and row[3] == "grading" and row[4] == claims and row[5]]
+            found = [
+                row
+                for row in rows(server)
+                if row[0] == number and row[3] == "grading" and row[4] == claims and row[5]
+            ]
             return found[0][5] if found else None
 
         psutil.Process(_wait_for(lambda: grading(once, 1))).kill()  # its first grading process

@@ -33,7 +33,9 @@ def _password_file(tmp_path):
     return path
 
 
-def _pg_service(postgres, tmp_path, student: str, *extra: str, password_file: bool = True) -> Server:
+def _pg_service(
+    postgres, tmp_path, student: str, *extra: str, password_file: bool = True
+) -> Server:
     """A server on the shared PostgreSQL database, with a new ``student`` and their token; the
     password from --db-password-file, or else from $PGPASSFILE (which the caller sets)."""
     secret = ["--db-password-file", str(_password_file(tmp_path))] if password_file else []
@@ -42,9 +44,14 @@ def _pg_service(postgres, tmp_path, student: str, *extra: str, password_file: bo
     made = command("tokens", "--roster", str(roster), "--db", postgres.url, *secret,
                    "--out", str(tmp_path / "tokens.csv"))
     assert made.returncode == 0, made.stderr
-    tokens = {row["student_id"]: row["token"] for row in csv.DictReader(open(tmp_path / "tokens.csv", encoding="utf-8"))}
+    tokens = {
+        row["student_id"]: row["token"]
+        for row in csv.DictReader(open(tmp_path / "tokens.csv", encoding="utf-8"))
+    }
     port = free_port()
-    server = Server(f"http://127.0.0.1:{port}", tmp_path / "none", tmp_path / "server.log", tmp_path, tokens)
+    server = Server(
+        f"http://127.0.0.1:{port}", tmp_path / "none", tmp_path / "server.log", tmp_path, tokens
+    )
     server.args = ["--db", postgres.url, *secret, "--port", str(port), *extra]
     return server
 
@@ -52,12 +59,19 @@ def _pg_service(postgres, tmp_path, student: str, *extra: str, password_file: bo
 def test_the_database_password_never_goes_on_the_command_line(postgres, tmp_path):
     with_password = postgres.url.replace("grader@", f"grader:{PASSWORD}@")
     refused = command("serve", "--db", with_password, "--port", str(free_port()), timeout=60)
-    assert refused.returncode == 2 and "password is on the command line" in refused.stderr, refused.stderr
+    assert refused.returncode == 2 and "password is on the command line" in refused.stderr, (
+        refused.stderr
+    )
     assert "Traceback" not in refused.stderr
     # libpq's own password file, as docs/SERVICE.md shows
     pgpass = _pgpass(postgres, tmp_path)
-    listed = subprocess.run([sys.executable, "-m", "autograder", "accounts", "list", "--db", postgres.url],
-                            capture_output=True, text=True, timeout=120, env={**os.environ, "PGPASSFILE": str(pgpass)})
+    listed = subprocess.run(
+        [sys.executable, "-m", "autograder", "accounts", "list", "--db", postgres.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PGPASSFILE": str(pgpass)},
+    )
     assert listed.returncode == 0, listed.stderr
     # --db-password-file: the service runs, and no process of it shows the password
     server = _pg_service(postgres, tmp_path, "p001", "--workers", "1")
@@ -87,11 +101,15 @@ def test_a_database_outage_answers_503_json_and_charges_no_job(postgres, tmp_pat
     slow = nbformat.read(EXAMPLES / "toy-correct.ipynb", as_version=4)
     slow.cells.insert(1, nbformat.v4.new_code_cell("import time\ntime.sleep(15)"))
     monkeypatch.setenv("PGPASSFILE", str(_pgpass(postgres, tmp_path)))  # libpq's own way
-    server = _pg_service(postgres, tmp_path, "p002", "--workers", "1", "--rate", "0", password_file=False)
+    server = _pg_service(
+        postgres, tmp_path, "p002", "--workers", "1", "--rate", "0", password_file=False
+    )
     server.start()
     try:
         with server.client("p002") as client:
-            job = upload(client, content=nbformat.writes(slow).encode(), name="slow.ipynb").json()["id"]
+            job = upload(client, content=nbformat.writes(slow).encode(), name="slow.ipynb").json()[
+                "id"
+            ]
             deadline = time.monotonic() + 120
             while client.get(f"/api/v1/submissions/{job}").json()["status"] != "grading":
                 assert time.monotonic() < deadline
@@ -100,7 +118,9 @@ def test_a_database_outage_answers_503_json_and_charges_no_job(postgres, tmp_pat
                 postgres.stop()
                 try:
                     health = client.get("/health")
-                    assert health.status_code == 503 and health.json()["database"] == "unreachable", health.text
+                    assert (
+                        health.status_code == 503 and health.json()["database"] == "unreachable"
+                    ), health.text
                     for answer in (client.get(f"/api/v1/submissions/{job}"),
                                    upload(client, EXAMPLES / "gpt2-correct.ipynb")):
                         assert answer.status_code == 503, answer.text
@@ -125,8 +145,11 @@ def _claimer(server, job: int) -> str | None:
     import sqlite3
 
     with sqlite3.connect(server.db) as connection:
-        found = connection.execute("SELECT claimed_by FROM submissions WHERE id = ? AND status = 'grading' "
-                                   "AND worker_pid IS NOT NULL", (job,)).fetchone()
+        found = connection.execute(
+            "SELECT claimed_by FROM submissions WHERE id = ? AND status = 'grading' "
+            "AND worker_pid IS NOT NULL",
+            (job,),
+        ).fetchone()
     return found[0] if found else None
 
 
@@ -137,7 +160,9 @@ def test_a_server_killed_twice_while_it_grades_charges_the_notebook_nothing(tmp_
     server.start()
     try:
         with server.client("s001") as client:
-            job = upload(client, content=nbformat.writes(slow).encode(), name="slow.ipynb").json()["id"]
+            job = upload(client, content=nbformat.writes(slow).encode(), name="slow.ipynb").json()[
+                "id"
+            ]
         claimers = []
         for _ in range(2):
             deadline = time.monotonic() + 120
@@ -157,7 +182,8 @@ def test_a_server_killed_twice_while_it_grades_charges_the_notebook_nothing(tmp_
             result = wait_result(client, job)
     finally:
         server.stop()
-    assert result["status"] == "graded" and result["score"] == 11, result  # was: error, "stopped ... twice"
+    # was: error, "stopped ... twice"
+    assert result["status"] == "graded" and result["score"] == 11, result
 
 
 def test_after_a_restart_the_service_adopts_its_dask_tasks_and_grades_no_job_twice(tmp_path):
@@ -177,7 +203,9 @@ def test_after_a_restart_the_service_adopts_its_dask_tasks_and_grades_no_job_twi
         server.start()
         try:
             with server.client("s001") as client:
-                job = upload(client, content=nbformat.writes(slow).encode(), name="slow.ipynb").json()["id"]
+                job = upload(
+                    client, content=nbformat.writes(slow).encode(), name="slow.ipynb"
+                ).json()["id"]
                 deadline = time.monotonic() + 120
                 while client.get(f"/api/v1/submissions/{job}").json()["status"] != "grading":
                     assert time.monotonic() < deadline
@@ -196,9 +224,13 @@ def test_after_a_restart_the_service_adopts_its_dask_tasks_and_grades_no_job_twi
             server.stop()
     with sqlite3.connect(server.db) as connection:
         claims, interruptions, finished = connection.execute(
-            "SELECT claims, interruptions, finished_at FROM submissions WHERE id = ?", (job,)).fetchone()
-        (claimed_other,) = connection.execute("SELECT claimed_at FROM submissions WHERE id = ?", (other,)).fetchone()
+            "SELECT claims, interruptions, finished_at FROM submissions WHERE id = ?", (job,)
+        ).fetchone()
+        (claimed_other,) = connection.execute(
+            "SELECT claimed_at FROM submissions WHERE id = ?", (other,)
+        ).fetchone()
     assert result["status"] == "graded" and result["score"] == 11, result
-    assert (claims, interruptions) == (1, 0)  # adopted: neither claimed again nor recovered as an orphan
+    # adopted: neither claimed again nor recovered as an orphan
+    assert (claims, interruptions) == (1, 0)
     assert claimed_other >= finished  # the one slot was the adopted task's until it ended
     assert "is adopted" in server.log.read_text(encoding="utf-8")

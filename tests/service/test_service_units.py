@@ -22,20 +22,50 @@ from service_helpers import command, make_service, one_result
 
 
 def _row(number, student, score, minutes, status="graded", late=False):
-    result = GradeResult(student, "x.ipynb", status="graded" if status == "graded" else "worker_lost", lab="toy_bpe",
-                         score=score, max_score=11.0, parts={"merge": PartScore("merge", score, 11.0)})
-    return Submission(id=number, student_id=student, lab="toy_bpe", file_name="x.ipynb", sha256="0" * 64, size=1,
-                      notebook=b"{}", created_at=now() - timedelta(minutes=minutes), status=status, score=score,
-                      max_score=11.0, late=late, result=json.dumps(result.to_json()), claims=1, regrades=0, priority=0)
+    result = GradeResult(
+        student,
+        "x.ipynb",
+        status="graded" if status == "graded" else "worker_lost",
+        lab="toy_bpe",
+        score=score,
+        max_score=11.0,
+        parts={"merge": PartScore("merge", score, 11.0)},
+    )
+    return Submission(
+        id=number,
+        student_id=student,
+        lab="toy_bpe",
+        file_name="x.ipynb",
+        sha256="0" * 64,
+        size=1,
+        notebook=b"{}",
+        created_at=now() - timedelta(minutes=minutes),
+        status=status,
+        score=score,
+        max_score=11.0,
+        late=late,
+        result=json.dumps(result.to_json()),
+        claims=1,
+        regrades=0,
+        priority=0,
+    )
 
 
 def test_the_counted_attempt_is_the_last_graded_or_the_best():
-    rows = [_row(1, "a", 9.0, 30), _row(2, "a", 11.0, 20), _row(3, "a", 5.0, 10), _row(4, "a", 0, 5, status="error"),
-            _row(5, "b", 7.0, 40), _row(6, "b", 7.0, 30)]
+    rows = [
+        _row(1, "a", 9.0, 30),
+        _row(2, "a", 11.0, 20),
+        _row(3, "a", 5.0, 10),
+        _row(4, "a", 0, 5, status="error"),
+        _row(5, "b", 7.0, 40),
+        _row(6, "b", 7.0, 30),
+    ]
     last = counted_attempts(rows, "last")
     best = counted_attempts(rows, "best")
-    assert last[("a", "toy_bpe")].id == 3 and best[("a", "toy_bpe")].id == 2  # an error never counts
-    assert last[("b", "toy_bpe")].id == 6 and best[("b", "toy_bpe")].id == 6  # equal scores: the later one
+    # an error never counts
+    assert last[("a", "toy_bpe")].id == 3 and best[("a", "toy_bpe")].id == 2
+    # equal scores: the later one
+    assert last[("b", "toy_bpe")].id == 6 and best[("b", "toy_bpe")].id == 6
     with pytest.raises(ValueError):
         counted_attempts(rows, "first")
 
@@ -46,11 +76,16 @@ def test_counted_results_are_grade_results_for_an_export(tmp_path):
     with db.writing() as session:
         session.add_all([Student(student_id=s, added_at=now()) for s in ("a", "b")])
         session.flush()
-        session.add_all([_row(1, "a", 9.0, 30), _row(2, "a", 11.0, 20, late=True), _row(3, "b", 4.0, 5)])
+        session.add_all(
+            [_row(1, "a", 9.0, 30), _row(2, "a", 11.0, 20, late=True), _row(3, "b", 4.0, 5)]
+        )
     results = counted_results(str(tmp_path / "service.db"), counted="best")
     db.close()
     assert [type(r) for r in results] == [GradeResult, GradeResult]
-    assert [(r.student_id, r.score, r.identity) for r in results] == [("a", 11.0, "late submission"), ("b", 4.0, "")]
+    assert [(r.student_id, r.score, r.identity) for r in results] == [
+        ("a", 11.0, "late submission"),
+        ("b", 4.0, ""),
+    ]
     assert results[0].parts["merge"].score == 11.0
 
 
@@ -60,7 +95,11 @@ def test_settings_read_rates_and_deadlines_or_say_what_is_wrong():
         with pytest.raises(ValueError, match="N/WINDOW"):
             parse_rate(wrong)
     lab, deadline = parse_deadline("toy_bpe=2026-12-01T23:59:00-05:00", "refuse")
-    assert (lab, deadline.due.isoformat(), deadline.late) == ("toy_bpe", "2026-12-02T04:59:00", "refuse")
+    assert (lab, deadline.due.isoformat(), deadline.late) == (
+        "toy_bpe",
+        "2026-12-02T04:59:00",
+        "refuse",
+    )
     with pytest.raises(ValueError, match="ISO 8601"):
         parse_deadline("toy_bpe=next friday")
 
@@ -68,8 +107,10 @@ def test_settings_read_rates_and_deadlines_or_say_what_is_wrong():
 def test_the_examples_roster_lists_every_example():
     listed = (ROOT / "examples" / "roster.csv").read_text(encoding="utf-8").splitlines()
     assert listed[0].startswith("student_id,name,email,")
-    assert [line.split(",")[0] for line in listed[1:]] == [case["id"] for case in load_cases()] + ["dee-absent", "eve-absent"], \
-        "examples/roster.csv is stale: run `python -m autograder examples`"
+    assert [line.split(",")[0] for line in listed[1:]] == [case["id"] for case in load_cases()] + [
+        "dee-absent",
+        "eve-absent",
+    ], "examples/roster.csv is stale: run `python -m autograder examples`"
 
 
 @pytest.mark.parametrize("args, said", [
@@ -84,7 +125,9 @@ def test_the_examples_roster_lists_every_example():
 def test_a_mistake_gets_one_line_and_exit_code_2(tmp_path, args, said):
     done = command(*args, "--db", str(tmp_path / "x.db"), stdin="short\n", timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert said in done.stderr and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    assert (
+        said in done.stderr and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    )
     assert "Traceback" not in done.stderr
 
 
@@ -109,8 +152,12 @@ def test_health_says_503_while_no_dask_worker_can_grade_and_200_once_one_joins(t
         server = make_service(tmp_path / "dask", "--scheduler", cluster.address, "--tls-dir",
                               str(cluster.certs.folder), students=["d001"])
         log = open(server.log, "a", encoding="utf-8")
-        server.process = subprocess.Popen([sys.executable, *server.program, "serve", *server.args], stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+        server.process = subprocess.Popen(
+            [sys.executable, *server.program, "serve", *server.args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         try:
             def health(want: str, seconds: float = 90) -> tuple[int, dict]:
                 deadline = time.monotonic() + seconds
@@ -125,7 +172,9 @@ def test_health_says_503_while_no_dask_worker_can_grade_and_200_once_one_joins(t
                     except httpx.HTTPError:
                         pass
                     time.sleep(0.3)
-                raise AssertionError(f"/health never said {want!r}: {seen}\n{server.log.read_text()[-2000:]}")
+                raise AssertionError(
+                    f"/health never said {want!r}: {seen}\n{server.log.read_text()[-2000:]}"
+                )
 
             code, body = health("no workers")
             assert code == 503 and body["workers"] == 0
