@@ -1,6 +1,6 @@
-"""One grading batch for CI on another Python: per lab, the correct example submission and one with a
-planted bug, graded through ``python -m autograder grade``; each part must get exactly the points its
-``examples/<lab>.yaml`` expects.
+"""One grading batch for CI on another Python: per lab, the correct example
+submission and one with a planted bug, graded through ``python -m autograder
+grade``; each part must get exactly the points its ``examples/<lab>.yaml`` expects.
 
 Usage: python .ci/example_batch.py OUT_DIR   (from the repository root; exit status 1 on a mismatch)
 """
@@ -39,7 +39,8 @@ def mismatches(cases: list[dict], grades_csv: Path) -> list[str]:
         want = {part: float(points) for part, points in case["expected"].items()}
         if row["status"] != "graded" or got != want:
             problems.append(
-                f"{case['id']}: status {row['status']}, points {got}, expected {want} {row['error']}"
+                f"{case['id']}: status {row['status']}, points {got}, expected {want} "
+                f"{row['error']}"
             )
     return problems
 
@@ -69,7 +70,8 @@ def main(out_dir: Path) -> int:
     for problem in problems:
         print(f"example batch: {problem}", file=sys.stderr)
     print(
-        f"example batch: {len(cases) - len(problems)} of {len(cases)} notebooks got exactly their expected points"
+        f"example batch: {len(cases) - len(problems)} of {len(cases)} notebooks got exactly their "
+        "expected points"
     )
     return 1 if problems else 0
 

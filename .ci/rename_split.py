@@ -1,11 +1,12 @@
 """Rewrite old module paths and variable names after the engine/course split (issue 13).
 
-The split moved the BPE course out of the engine: ``autograder.reference`` -> ``bpe_labs.reference``,
-``autograder.standins``, ``.hidden``, ``.build``, ``.examples``, ``.solutions`` likewise; the course
-guard from ``autograder.course`` to ``autograder.batch.guard``; and the
-engine's environment variables ``BPE_LABS_*`` -> ``AUTOGRADER_*`` (the course's own, BPE_LABS_DATA
-and BPE_LABS_HOME, stay). Run it again after merging a branch that still uses the old names: it is
-idempotent, and touches only files git tracks (plus new untracked ones), never this script.
+The split moved the BPE course out of the engine: ``autograder.reference`` ->
+``bpe_labs.reference``, ``autograder.standins``, ``.hidden``, ``.build``,
+``.examples``, ``.solutions`` likewise; the course guard from ``autograder.course``
+to ``autograder.batch.guard``; and the engine's environment variables ``BPE_LABS_*``
+-> ``AUTOGRADER_*`` (the course's own, BPE_LABS_DATA and BPE_LABS_HOME, stay). Run
+it again after merging a branch that still uses the old names: it is idempotent, and
+touches only files git tracks (plus new untracked ones), never this script.
 
 Usage: python .ci/rename_split.py [--check]   (from the repository root; --check lists, changes nothing)
 """
@@ -28,7 +29,8 @@ RULES = [
     # the course guard moved from autograder/course.py
     # (now the Course object) to autograder/batch/guard.py
     (
-        r"\bfrom autograder\.course import (?=(CourseChanged|CourseGuard|course_files|fingerprint|digest)\b)",
+        r"\bfrom autograder\.course import "
+        r"(?=(CourseChanged|CourseGuard|course_files|fingerprint|digest)\b)",
         "from autograder.batch.guard import ",
     ),
     # engine-internal names that said "BPE"

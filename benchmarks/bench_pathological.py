@@ -1,4 +1,5 @@
-"""What a file with pathological replies costs under ``--notebook-timeout``, in every way of grading.
+"""What a file with pathological replies costs under
+``--notebook-timeout``, in every way of grading.
 
 The file: the toy lab's correct notebook, whose kernel answers every call of ``tokenize`` with a
 tagged set of 600,000 distinct integers sharing one hash (the red-team attack of issue 23). Two
@@ -172,10 +173,12 @@ def main() -> None:
         (work / "sub").mkdir()
         (work / "sub" / "eve_toy_bpe.ipynb").write_bytes(same_hash_notebook())
         print(
-            f"a file whose kernel replies with 600,000 values sharing one hash; --notebook-timeout {args.notebook_timeout:g} s"
+            "a file whose kernel replies with 600,000 values sharing one hash; --notebook-timeout "
+            f"{args.notebook_timeout:g} s"
         )
         print(
-            f"{'grader':<11} {'decode':<8} {'batch wall s':>12}  {'row: status':<22} {'row seconds':>11}"
+            f"{'grader':<11} {'decode':<8} {'batch wall s':>12}  {'row: status':<22} "
+            f"{'row seconds':>11}"
         )
         for mode in args.modes:
             for variant in args.variants:

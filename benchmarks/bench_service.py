@@ -19,7 +19,7 @@ The simulated students share the 2 cores with the server; real students' browser
 not. So the client runs at a lower priority (``nice`` 10, after the server has started) and prints
 the CPU time it used; the command line in part 3 inherits that priority but runs alone.
 
-    .venv/bin/python benchmarks/bench_service.py                      # 300 students x 3 within 5 minutes
+    .venv/bin/python benchmarks/bench_service.py             # 300 students x 3 within 5 minutes
     .venv/bin/python benchmarks/bench_service.py --students 30 --window 30   # a quick look
     .venv/bin/python benchmarks/bench_service.py --no-cli --attackers 10     # with 10 attackers
 """
@@ -87,7 +87,8 @@ def moment(text: str) -> float:
 async def call(
     client: httpx.AsyncClient, method: str, path: str, outcome: dict, **kwargs
 ) -> httpx.Response:
-    """The request, sent again after a transport error (a keep-alive connection the server had just closed)."""
+    """The request, sent again after a transport error (a
+    keep-alive connection the server had just closed)."""
     for attempt in range(5):
         try:
             return await client.request(method, path, **kwargs)
@@ -140,7 +141,8 @@ def nested_empty_lists(size: int) -> bytes:
 
 
 def sleeping(path: Path, seconds: float) -> bytes:
-    """Finding 2's notebook: a lab's notebook with added cells that sleep (a slot held at no CPU cost)."""
+    """Finding 2's notebook: a lab's notebook with added
+    cells that sleep (a slot held at no CPU cost)."""
     nb = nbformat.read(path, as_version=4)
     for index in range(1, 12):
         nb.cells.insert(index, nbformat.v4.new_code_cell(f"import time\ntime.sleep({seconds})"))
@@ -382,7 +384,8 @@ def main() -> int:
                     pass
                 time.sleep(0.2)
             print(
-                f"server on {url}: {args.workers} grading processes; {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}"
+                f"server on {url}: {args.workers} grading processes; {os.cpu_count()} cores; load "
+                f"{os.getloadavg()[0]:.1f}"
             )
             memory = PeakMemory(server.pid)
 
@@ -406,11 +409,13 @@ def main() -> int:
                 rounds.append(seen)
                 overheads.append(seen - result["grading_seconds"])
                 print(
-                    f"  empty queue: {path.stem:28s} grading {result['grading_seconds']:5.2f} s, submit to feedback {seen:5.2f} s "
+                    f"  empty queue: {path.stem:28s} grading {result['grading_seconds']:5.2f} s, "
+                    f"submit to feedback {seen:5.2f} s "
                     f"(+{seen - result['grading_seconds']:.2f} s)"
                 )
             print(
-                f"empty queue ({args.empty} notebooks): submit to feedback p50 {statistics.median(rounds):.2f} s, "
+                f"empty queue ({args.empty} notebooks): submit to feedback p50 "
+                f"{statistics.median(rounds):.2f} s, "
                 f"p50 over the notebook's own grading time +{statistics.median(overheads):.2f} s "
                 f"(p95 +{percentile(overheads, 0.95):.2f} s)"
             )
@@ -420,7 +425,8 @@ def main() -> int:
             client_cpu = time.process_time()
             # 2. load: students x attempts at random moments within the window, each a different lab
             print(
-                f"load: {args.students} students x {args.attempts} submissions within {args.window:g} s "
+                f"load: {args.students} students x {args.attempts} submissions within "
+                f"{args.window:g} s "
                 f"({len(every_file)} notebooks), {len(attackers)} attackers ...",
                 flush=True,
             )
@@ -445,13 +451,17 @@ def main() -> int:
             service_rate = len(results) / (last - first)
             graded = sum(item["status"] == "graded" for item in results)
             print(
-                f"load: {len(outcome['sent'])} accepted, {len(outcome['refused'])} refused, {len(results)} results "
-                f"({graded} graded, {len(results) - graded} errors), {len(ids) - len(set(ids))} duplicates; "
-                f"lost: {len(outcome['sent']) - len(set(ids))}; requests sent again after a transport error: "
+                f"load: {len(outcome['sent'])} accepted, {len(outcome['refused'])} refused, "
+                f"{len(results)} results "
+                f"({graded} graded, {len(results) - graded} errors), {len(ids) - len(set(ids))} "
+                "duplicates; "
+                f"lost: {len(outcome['sent']) - len(set(ids))}; requests sent again after a "
+                "transport error: "
                 f"{len(outcome['retried'])}"
             )
             print(
-                f"load: submit to result p50 {statistics.median(waits):.1f} s, p95 {percentile(waits, 0.95):.1f} s, "
+                f"load: submit to result p50 {statistics.median(waits):.1f} s, p95 "
+                f"{percentile(waits, 0.95):.1f} s, "
                 f"max {max(waits):.1f} s; {took:.0f} s in all"
             )
             # minute by minute: a steady rate while the queue
@@ -461,13 +471,15 @@ def main() -> int:
                 minutes[int((moment(item["graded_at"]) - first) // 60)] += 1
             print(f"results per minute from the first submission: {' '.join(map(str, minutes))}")
             print(
-                f"service throughput: {service_rate:.2f} notebooks/s (first submission to last result); "
+                f"service throughput: {service_rate:.2f} notebooks/s (first submission to last "
+                "result); "
                 f"the simulated students used {time.process_time() - client_cpu:.0f} s of CPU"
             )
             errors = [item for item in results if item["status"] != "graded"]
             print(
                 f"honest students: {len(results)} results of {len(outcome['sent'])} accepted, "
-                f"{len(errors)} charged with an error{': ' + errors[0]['error'][:200] if errors else ''}; "
+                f"{len(errors)} charged with an "
+                f"error{': ' + errors[0]['error'][:200] if errors else ''}; "
                 f"web process peak memory {peak / MB:.0f} MB"
             )
             if attackers:
@@ -475,7 +487,8 @@ def main() -> int:
                 for attack in outcome["attacks"]:
                     kinds[attack] = kinds.get(attack, 0) + 1
                 print(
-                    f"attacks ({len(attackers)} attackers): {', '.join(f'{k} x{v}' for k, v in sorted(kinds.items()))}"
+                    f"attacks ({len(attackers)} attackers): "
+                    f"{', '.join(f'{k} x{v}' for k, v in sorted(kinds.items()))}"
                 )
         finally:
             server.send_signal(signal.SIGTERM)
@@ -503,7 +516,8 @@ def main() -> int:
         took = time.monotonic() - started
         cli_rate = len(every_file) / took
         print(
-            f"bpe-labs grade on the same {len(every_file)} files, --workers {args.workers}: {took:.0f} s, "
+            f"bpe-labs grade on the same {len(every_file)} files, --workers {args.workers}: "
+            f"{took:.0f} s, "
             f"{cli_rate:.2f} notebooks/s"
         )
         if service_rate is not None:

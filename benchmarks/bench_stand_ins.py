@@ -2,11 +2,11 @@
 (bpe_labs.hidden.STAND_IN_ROUND_TRIP).
 
 A stand-in asks the grader over the kernel's stdin channel and waits for the reference's answer
-(autograder/grading/stand_ins.py). This script places a stand-in for a merge function in a real sandboxed
-kernel, calls it from the kernel many times in a row, and prints, per call: the time the kernel saw,
-the grader's own time answering (taken off a timed call exactly), and the round trip the grader saw
-(from its previous answer to the next request: what a timed call's allowance covers, up to the cap).
-It prints figures and asserts nothing; run it at the load you grade at.
+(autograder/grading/stand_ins.py). This script places a stand-in for a merge function in a real
+sandboxed kernel, calls it from the kernel many times in a row, and prints, per call: the time
+the kernel saw, the grader's own time answering (taken off a timed call exactly), and the round
+trip the grader saw (from its previous answer to the next request: what a timed call's allowance
+covers, up to the cap). It prints figures and asserts nothing; run it at the load you grade at.
 
     .venv/bin/python benchmarks/bench_stand_ins.py --calls 200 500
 """

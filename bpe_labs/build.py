@@ -1,5 +1,6 @@
-"""Build the BPE Labs student notebooks: the engine's nbgrader release (``autograder.release.student_notebooks``),
-with the course's home written into the Colab badges and corpus_prep's documents embedded.
+"""Build the BPE Labs student notebooks: the engine's nbgrader release
+(``autograder.release.student_notebooks``), with the course's home
+written into the Colab badges and corpus_prep's documents embedded.
 """
 from __future__ import annotations
 

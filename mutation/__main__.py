@@ -1,6 +1,7 @@
-"""``python -m mutation [LAB ...] [--jobs N] [--force] [--findings FILE]``: the analysis of each lab (every
-lab by default), from its cache unless something it depends on changed; the contract pages' counts
-updated; exit 1 when a mutant is not explained by the lab's allow-list (docs/labs/mutants/<lab>.yaml)."""
+"""``python -m mutation [LAB ...] [--jobs N] [--force] [--findings FILE]``: the
+analysis of each lab (every lab by default), from its cache unless something it
+depends on changed; the contract pages' counts updated; exit 1 when a mutant is
+not explained by the lab's allow-list (docs/labs/mutants/<lab>.yaml)."""
 from __future__ import annotations
 
 import argparse
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             allowed = allow_list(lab_id)
         elif stale:
             print(
-                f"{lab_id}: allow-list entries no longer needed (--prune drops them): {', '.join(stale)}",
+                f"{lab_id}: allow-list entries no longer needed (--prune drops them): "
+                f"{', '.join(stale)}",
                 file=sys.stderr,
             )
         update_contract_page(lab_id, contract_section(found, allowed))
@@ -96,7 +98,8 @@ def _findings(found: dict, allowed: dict) -> list[str]:
         for r in records:
             reason = (entry_for(r, allowed[kind] + allowed["open"]) or {}).get("reason", "")
             lines.append(
-                f"- `{r['id']}` **{', '.join(r['parts'])}** ({r['function']}, {r['operator']}, line {r['line']}): "
+                f"- `{r['id']}` **{', '.join(r['parts'])}** ({r['function']}, {r['operator']}, "
+                f"line {r['line']}): "
                 f"`{one_line(r['before'])}` → `{one_line(r['after'])}`"
                 + (f" — hidden tests: {r['hidden']}" if r["hidden"] else "")
                 + (f" — allowed: {reason}" if reason else "")

@@ -1,5 +1,6 @@
-"""A lab's mutation analysis: its results (cached by the hash of what they depend on), the allow-list
-of mutants that may survive a check, and the section of the lab's contract page that gives the counts.
+"""A lab's mutation analysis: its results (cached by the hash of what
+they depend on), the allow-list of mutants that may survive a check,
+and the section of the lab's contract page that gives the counts.
 
 Each mutant is one of:
 
@@ -139,7 +140,8 @@ def cached(lab: Lab) -> dict | None:
 def results(
     lab: Lab, jobs: int = 2, force: bool = False, store: bool = True, progress=print
 ) -> dict:
-    """The lab's results: the stored ones while nothing they depend on changed, else computed again."""
+    """The lab's results: the stored ones while nothing
+    they depend on changed, else computed again."""
     found = None if force else cached(lab)
     if found is None:
         found = run_lab(lab, jobs=jobs, progress=progress)
@@ -152,11 +154,12 @@ def results(
 
 
 def allow_list(lab_id: str) -> dict[str, list[dict]]:
-    """The lab's allow-list (docs/labs/mutants/<lab_id>.yaml): {"hidden_by_design": [...], "equivalent": [...]}.
+    """The lab's allow-list (docs/labs/mutants/<lab_id>.yaml):
+    {"hidden_by_design": [...], "equivalent": [...]}.
 
-    An entry names one mutant by its ``id``; an equivalent entry may instead name every mutant ``where``
-    its fields are: ``function``, ``part``, ``operator`` equal, ``before``/``after`` contained in the change
-    (the lines of a progress bar, say). Each entry has its ``reason``."""
+    An entry names one mutant by its ``id``; an equivalent entry may instead name every mutant
+    ``where`` its fields are: ``function``, ``part``, ``operator`` equal, ``before``/``after``
+    contained in the change (the lines of a progress bar, say). Each entry has its ``reason``."""
     path = MUTANTS / f"{lab_id}.yaml"
     data = (yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else None) or {}
     return {kind: list(data.get(kind) or []) for kind in ("hidden_by_design", "equivalent", "open")}
@@ -183,8 +186,9 @@ def entry_for(record: dict, entries: list[dict]) -> dict | None:
 
 
 def problems(found: dict, allowed: dict) -> list[str]:
-    """What the allow-list does not explain: a hidden-only mutant not listed as hidden by design (or open),
-    a mutant killed by neither not listed as equivalent (or open), an entry without its reason."""
+    """What the allow-list does not explain: a hidden-only mutant not
+    listed as hidden by design (or open), a mutant killed by neither
+    not listed as equivalent (or open), an entry without its reason."""
     explained = explanations(found, allowed)
     wrong = []
     for record in found["mutants"]:
@@ -194,7 +198,8 @@ def problems(found: dict, allowed: dict) -> list[str]:
         reason = str(entry.get("reason") or "")
         if not entry or not reason.strip() or reason.startswith("TODO"):
             wrong.append(
-                f"{found['lab']}: {record['category']} mutant {record['id']} of {', '.join(record['parts'])} "
+                f"{found['lab']}: {record['category']} mutant {record['id']} of "
+                f"{', '.join(record['parts'])} "
                 f"({record['operator']}, line {record['line']}): {one_line(record['before'])!r} -> "
                 f"{one_line(record['after'])!r}"
                 + (f"; hidden tests: {record['hidden']}" if record["hidden"] else "")
@@ -232,7 +237,8 @@ def _code(text: str) -> str:
 
 
 def explanations(found: dict, allowed: dict) -> dict[str, tuple[str, dict]]:
-    """Mutant id -> (how the allow-list explains it: "hidden by design", "equivalent" or "open", its entry)."""
+    """Mutant id -> (how the allow-list explains it: "hidden
+    by design", "equivalent" or "open", its entry)."""
     named = {
         kind: [entry for entry in allowed[kind] if kind == "equivalent" or "id" in entry]
         for kind in allowed
@@ -258,15 +264,22 @@ def contract_section(found: dict, allowed: dict) -> str:
         SECTION_START,
         "## Mutants",
         "",
-        f"`make mutants` changes the solution of each part in small ways ({len(found['mutants'])} mutants: flipped "
-        "comparisons, off-by-one bounds, `min` for `max`, dropped statements and sorts, swapped arguments, changed "
-        "values; mutmut's operators and those of [mutation/operators.py](../../mutation/operators.py)) and runs each "
-        "through the part's visible check and its hidden tests. A mutant the hidden tests catch and the check misses "
-        "is a \"✅ then 0\": none may exist unless it is listed below, as hidden by design or as open. A mutant both "
-        f"miss is equivalent (each with its reason in [mutants/{lab}.yaml](mutants/{lab}.yaml)) or open. "
+        f"`make mutants` changes the solution of each part in small ways ({len(found['mutants'])} "
+        "mutants: flipped "
+        "comparisons, off-by-one bounds, `min` for `max`, dropped statements and sorts, swapped "
+        "arguments, changed "
+        "values; mutmut's operators and those of "
+        "[mutation/operators.py](../../mutation/operators.py)) and runs each "
+        "through the part's visible check and its hidden tests. A mutant the hidden tests catch "
+        "and the check misses "
+        "is a \"✅ then 0\": none may exist unless it is listed below, as hidden by design or as "
+        "open. A mutant both "
+        f"miss is equivalent (each with its reason in [mutants/{lab}.yaml](mutants/{lab}.yaml)) or "
+        "open. "
         "`tests/test_mutants.py` fails on any other.",
         "",
-        "| part | mutants | killed by both | hidden-only | check-only | neither | hidden by design | equivalent | open |",
+        "| part | mutants | killed by both | hidden-only | check-only | neither | hidden by design "
+        "| equivalent | open |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     explained = explanations(found, allowed)
@@ -275,8 +288,10 @@ def contract_section(found: dict, allowed: dict) -> str:
         kinds = Counter(explained[r["id"]][0] for r in mine if r["id"] in explained)
         name = "**all**" if label == "all" else ", ".join(f"`{part}`" for part in label.split(", "))
         lines.append(
-            f"| {name} | {len(mine)} | {counted['both']} | {counted['hidden-only']} | {counted['check-only']} | "
-            f"{counted['neither']} | {kinds['hidden by design']} | {kinds['equivalent']} | {kinds['open']} |"
+            f"| {name} | {len(mine)} | {counted['both']} | {counted['hidden-only']} | "
+            f"{counted['check-only']} | "
+            f"{counted['neither']} | {kinds['hidden by design']} | {kinds['equivalent']} | "
+            f"{kinds['open']} |"
         )
     for kind, title in (
         (
@@ -293,8 +308,10 @@ def contract_section(found: dict, allowed: dict) -> str:
         if listed:
             lines += ["", title, "", "| part | caught by | change | why |", "|---|---|---|---|"]
             lines += [
-                f"| `{part_label(r)}` | {'hidden tests only' if r['category'] == 'hidden-only' else 'neither'} | "
-                f"{_code(r['before'])} → {_code(r['after'])} | {str(explained[r['id']][1]['reason']).replace('|', '/')} |"
+                f"| `{part_label(r)}` | "
+                f"{'hidden tests only' if r['category'] == 'hidden-only' else 'neither'} | "
+                f"{_code(r['before'])} → {_code(r['after'])} | "
+                f"{str(explained[r['id']][1]['reason']).replace('|', '/')} |"
                 for r in listed
             ]
     lines += [SECTION_END]
@@ -302,7 +319,8 @@ def contract_section(found: dict, allowed: dict) -> str:
 
 
 def update_contract_page(lab_id: str, section: str) -> bool:
-    """Put the section at the end of docs/labs/<lab_id>.md (replacing the one there); whether it changed."""
+    """Put the section at the end of docs/labs/<lab_id>.md
+    (replacing the one there); whether it changed."""
     page = ROOT / "docs" / "labs" / f"{lab_id}.md"
     text = page.read_text(encoding="utf-8")
     if SECTION_START in text:
@@ -330,7 +348,8 @@ def page_section(lab_id: str) -> str:
 
 
 def stale_entries(found: dict, allowed: dict) -> list[str]:
-    """Ids the allow-list names whose mutant the checks now catch (or that no longer exists): entries to drop."""
+    """Ids the allow-list names whose mutant the checks now
+    catch (or that no longer exists): entries to drop."""
     explained = explanations(found, allowed)
     return [
         entry["id"]
@@ -341,7 +360,8 @@ def stale_entries(found: dict, allowed: dict) -> list[str]:
 
 
 def prune(lab_id: str, ids: list[str]) -> None:
-    """Drop the entries of these ids from docs/labs/mutants/<lab_id>.yaml, its comments and layout kept."""
+    """Drop the entries of these ids from
+    docs/labs/mutants/<lab_id>.yaml, its comments and layout kept."""
     path = MUTANTS / f"{lab_id}.yaml"
     kept, dropping = [], False
     for line in path.read_text(encoding="utf-8").splitlines(keepends=True):

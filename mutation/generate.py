@@ -1,5 +1,6 @@
-"""The mutants of one solution cell: each operator applied at each place of its functions' code, one
-at a time, named by what it changes (not by line number, so that a name survives edits elsewhere)."""
+"""The mutants of one solution cell: each operator applied at each
+place of its functions' code, one at a time, named by what it changes
+(not by line number, so that a name survives edits elsewhere)."""
 from __future__ import annotations
 
 import ast
@@ -75,7 +76,8 @@ def _changed_lines(old: str, new: str) -> tuple[int, str, str]:
 
 
 def mutants_of(answer_code: str, cell: str) -> list[Mutant]:
-    """Every mutant of a solution cell's answer code, in the order of its code, duplicates left out."""
+    """Every mutant of a solution cell's answer code,
+    in the order of its code, duplicates left out."""
     module = cst.parse_module(answer_code)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     places = _Places()

@@ -135,8 +135,8 @@ def _quietly(code, namespace: dict) -> str:
 def run_notebook(
     cells: list[Cell], namespace: dict, before: Callable[[int], None] | None = None
 ) -> dict[str, tuple[str, str]]:
-    """Run every cell, hidden tests included: part -> (what its check printed, its hidden tests' failure).
-    ``before(position)`` is called before each solution cell runs."""
+    """Run every cell, hidden tests included: part -> (what its check printed, its hidden
+    tests' failure). ``before(position)`` is called before each solution cell runs."""
     results = {}
     for position, cell in enumerate(cells):
         if cell.kind == "solution" and before:
@@ -164,9 +164,9 @@ def _child(
     namespace: dict,
     report: Callable[[dict], None],
 ) -> None:
-    """In the forked child: the mutated cell, the cells up to its parts' checks, the checks, then the hidden tests.
-    Once one check has failed (or one part's hidden tests), the others of that kind are not run: the mutant is
-    caught by the checks (or by the hidden tests) either way."""
+    """In the forked child: the mutated cell, the cells up to its parts' checks, the checks, then
+    the hidden tests. Once one check has failed (or one part's hidden tests), the others of that
+    kind are not run: the mutant is caught by the checks (or by the hidden tests) either way."""
     started = time.process_time()
     checks: dict[str, str] = {}
     graded = {}
@@ -344,8 +344,8 @@ def analyse(
     jobs: int = 2,
     progress: Callable[[str], None] = lambda line: None,
 ) -> tuple[dict[str, Outcome], dict[str, list[str]]]:
-    """Every mutant of the lab (solution cell -> its mutants) through its parts: mutant id -> Outcome,
-    and solution cell -> its parts."""
+    """Every mutant of the lab (solution cell -> its mutants) through
+    its parts: mutant id -> Outcome, and solution cell -> its parts."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     cells = lab_cells(lab)
     # warms the reference answers of every part
@@ -401,7 +401,8 @@ def analyse(
                     done[key] = outcome
         outcomes.update(done)
         progress(
-            f"{lab.lab_id}: {cell.grade_id}: {len(tasks)} mutants in {time.perf_counter() - started:.1f} s"
+            f"{lab.lab_id}: {cell.grade_id}: {len(tasks)} mutants in "
+            f"{time.perf_counter() - started:.1f} s"
         )
 
     namespace: dict = {"__name__": "__main__"}

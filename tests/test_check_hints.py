@@ -1,10 +1,12 @@
-"""A check that fails because of an earlier function of the student's names that function, and only that (issue 32).
+"""A check that fails because of an earlier function of the
+student's names that function, and only that (issue 32).
 
-Reference: the grade of a part uses the course's version of an earlier function whose own part fails ("one bug, one
-part", docs/AUTHORING.md), so the part's own code may well be right: its check must not send the student to rewrite
-it. Each case plants one mistake in an earlier function, runs the solution notebook in this process up to the later
-part's check (tests/contracts.py) and reads what that check printed: one ❌ that names the earlier function (and, in
-lab 7, the rule it breaks), and none of the later part's own advice.
+Reference: the grade of a part uses the course's version of an earlier function whose own
+part fails ("one bug, one part", docs/AUTHORING.md), so the part's own code may well be
+right: its check must not send the student to rewrite it. Each case plants one mistake in
+an earlier function, runs the solution notebook in this process up to the later part's
+check (tests/contracts.py) and reads what that check printed: one ❌ that names the earlier
+function (and, in lab 7, the rule it breaks), and none of the later part's own advice.
 """
 from __future__ import annotations
 
@@ -55,14 +57,16 @@ CASES = [
         "bpe_tokenizer",
         "encode",
         SPLIT_UNSORTED,
-        "❌ This uses your split_on_special_tokens (through your pretokenize), which does not let the longest special token win",
+        "❌ This uses your split_on_special_tokens (through your pretokenize), which does not let "
+        "the longest special token win",
         "use pretokenize",
     ),
     (
         "bpe_tokenizer",
         "encode",
         SPLIT_NOT_WRITTEN,
-        "❌ This uses your split_on_special_tokens (through your pretokenize), which is not written yet",
+        "❌ This uses your split_on_special_tokens (through your pretokenize), which is not written "
+        "yet",
         "fill in the cell above",
     ),
     (

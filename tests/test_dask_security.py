@@ -352,7 +352,8 @@ def test_a_lost_scheduler_stops_the_batch_and_a_rerun_waits_for_workers_within_a
 
 
 def test_grade_local_cluster_is_one_command(tmp_path, capsys):
-    """`grade --local-cluster`: a TLS scheduler and workers of its own, fresh certificates, ended."""
+    """`grade --local-cluster`: a TLS scheduler and
+    workers of its own, fresh certificates, ended."""
     import psutil
 
     folder = tmp_path / "sub"

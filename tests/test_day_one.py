@@ -120,7 +120,8 @@ def test_a_missing_folder_into_a_new_out_creates_nothing(tmp_path):
 # -- 2. an nbgrader course folder ------------------------------------------------------------------
 
 def test_an_nbgrader_course_folder_is_graded_one_student_per_folder(tmp_path):
-    """Was: the course root's files were all given the lab's name as student id: one row graded, the rest duplicates."""
+    """Was: the course root's files were all given the lab's
+    name as student id: one row graded, the rest duplicates."""
     course = tmp_path / "course"
     (course / "source" / "toy_bpe").mkdir(parents=True)
     (course / "nbgrader_config.py").write_text("c = get_config()\n")
@@ -173,7 +174,8 @@ def test_every_entry_of_the_folder_has_a_row(tmp_path):
 
 
 def test_every_roster_student_has_a_row_per_lab_and_the_report_names_the_missing(tmp_path):
-    """Was: a student who handed in nothing had no row at all, and no report said who was missing."""
+    """Was: a student who handed in nothing had no row
+    at all, and no report said who was missing."""
     (tmp_path / "roster.csv").write_text(
         "student_id,user_id,name\ns1,101,ann\ns2,102,bob\ns3,103,cat\n"
     )
@@ -219,8 +221,8 @@ def graded_pairs(out: Path) -> set[tuple[str, str]]:
 
 
 def test_grades_csv_and_the_class_report_describe_everything_the_gradebook_holds(tmp_path):
-    """Was: grades.csv and the class report showed the latest batch only, and a file removed and graded
-    again dropped its student from grades.csv but not from the gradebook."""
+    """Was: grades.csv and the class report showed the latest batch only, and a file removed
+    and graded again dropped its student from grades.csv but not from the gradebook."""
     out = tmp_path / "out"
     week1, week2 = tmp_path / "week1", tmp_path / "week2"
     week1.mkdir()
@@ -285,7 +287,8 @@ MISTAKES = {  # arguments -> what the error line must say (its fix)
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
 def test_a_mistake_gets_one_line_naming_the_fix_and_exit_2(tmp_path, mistake):
-    """Was: tracebacks (a misspelled lab, --out naming a file), or nothing done with exit 0 (execute-solutions toy_bp)."""
+    """Was: tracebacks (a misspelled lab, --out naming a file),
+    or nothing done with exit 0 (execute-solutions toy_bp)."""
     (tmp_path / "a-file").write_text("x")
     arguments, fix = MISTAKES[mistake]
     done = command(*[a.format(file=tmp_path / "a-file", tmp=tmp_path) for a in arguments],
@@ -343,7 +346,8 @@ def options(parser) -> dict:
 
 
 def test_every_option_of_every_command_has_its_help():
-    """Was: several --out options without help, gradescope --help listing neither the labs nor the defaults."""
+    """Was: several --out options without help, gradescope
+    --help listing neither the labs nor the defaults."""
     from autograder.cli import build_parser  # new: the parser alone, without running a command
 
     parser = build_parser(current(), "bpe-labs")
@@ -368,8 +372,9 @@ def test_every_option_of_every_command_has_its_help():
 
 
 def test_top_help_opens_with_the_program_and_grade_help_states_the_readme_id_rule():
-    """Was: `bpe-labs --help` opened with "``python -m autograder``:", and grade --help said the student id was the
-    file name up to the first underscore (bob_zzz_toy_bpe.ipynb is bob_zzz, as the README says)."""
+    """Was: `bpe-labs --help` opened with "``python -m autograder``:", and
+    grade --help said the student id was the file name up to the first
+    underscore (bob_zzz_toy_bpe.ipynb is bob_zzz, as the README says)."""
     done = subprocess.run(
         [str(Path(sys.executable).parent / "bpe-labs"), "--help"], capture_output=True, text=True
     )
@@ -382,8 +387,9 @@ def test_top_help_opens_with_the_program_and_grade_help_states_the_readme_id_rul
 # -- 10. badges ------------------------------------------------------------------------------------
 
 def test_build_says_where_the_colab_badges_point(tmp_path, monkeypatch):
-    """Was: build said nothing about the badges, which pointed at a placeholder repository. (The walkthrough
-    of tests/test_readme.py builds with BPE_LABS_HOME set and reads the badges in the notebooks.)"""
+    """Was: build said nothing about the badges, which pointed at a
+    placeholder repository. (The walkthrough of tests/test_readme.py builds
+    with BPE_LABS_HOME set and reads the badges in the notebooks.)"""
     environment = {k: v for k, v in os.environ.items() if k != "BPE_LABS_HOME"}
     done = command("build", "--out", str(tmp_path / "default"), env=environment)
     assert done.returncode == 0, done.stderr

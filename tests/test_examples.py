@@ -32,8 +32,9 @@ def test_example_gets_its_exact_expected_score(case, graded_examples):
 
 
 def test_a_speed_verdict_is_the_one_the_check_showed(graded_examples):
-    """One speed verdict: a part graded 0 as too slow had its visible check print ❌ in the same grading run,
-    and a check's ✅ is never followed by "too slow" (the check and the hidden test judge speed by one rule)."""
+    """One speed verdict: a part graded 0 as too slow had its visible check
+    print ❌ in the same grading run, and a check's ✅ is never followed by
+    "too slow" (the check and the hidden test judge speed by one rule)."""
     _, results = graded_examples
     disagreements = [
         (student, part_id, part.visible_check.strip()[:120])
@@ -129,8 +130,9 @@ def test_class_report_names_the_most_missed_parts(graded_examples):
 
 @pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
 def test_no_tick_before_a_lost_part(case, graded_examples):
-    """Never a ✅ followed by a 0 (issue 32): every part a case loses points on printed ❌ in the student's own check,
-    as the real grader ran it in the student's kernel (the check cell before its hidden tests)."""
+    """Never a ✅ followed by a 0 (issue 32): every part a case loses points
+    on printed ❌ in the student's own check, as the real grader ran it in
+    the student's kernel (the check cell before its hidden tests)."""
     _, results = graded_examples
     result = results[case["id"]]
     lab = get_lab(case["lab"])

@@ -1,6 +1,6 @@
 """nbgrader's own tools on the kit's gradebook (autograder/reports/formgrader.py,
-autograder/reports/adjustments.py): formgrader served by a real Jupyter server on loopback (its HTTP API,
-and its pages in Debian's Chromium when installed), and `nbgrader export` run in OUT."""
+autograder/reports/adjustments.py): formgrader served by a real Jupyter server on loopback (its
+HTTP API, and its pages in Debian's Chromium when installed), and `nbgrader export` run in OUT."""
 from __future__ import annotations
 
 import csv

@@ -108,9 +108,9 @@ def stealing_notebook(solutions: Path) -> bytes:
 
 
 def python_open_to_others() -> Path | None:
-    """A virtual environment whose Python every user can run, with this environment's packages
-    (a .pth file names them): what a kernel under a uid of its own needs. Gradescope's image has
-    one (Ubuntu's python3, the venv in /opt); this machine's own Python may lie in a private folder."""
+    """A virtual environment whose Python every user can run, with this environment's packages (a
+    .pth file names them): what a kernel under a uid of its own needs. Gradescope's image has one
+    (Ubuntu's python3, the venv in /opt); this machine's own Python may lie in a private folder."""
     candidate = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
     if not candidate.exists():
         return None

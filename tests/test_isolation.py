@@ -1,5 +1,5 @@
-"""The building blocks of the kernel boundary (autograder/kernel/isolation.py), each tested alone in a
-child process (every restriction is irreversible), through Python and through libc (ctypes).
+"""The building blocks of the kernel boundary (autograder/kernel/isolation.py), each tested alone
+in a child process (every restriction is irreversible), through Python and through libc (ctypes).
 
 The attacks of a hostile notebook graded end to end are in test_isolation_attacks.py.
 """
@@ -105,9 +105,10 @@ def test_seccomp_refuses_ip_sockets_through_python_and_libc_but_keeps_unix_socke
 
 @needs_x86_64
 def test_seccomp_refuses_new_namespaces_through_clone_and_clone3_but_keeps_fork_threads_and_subprocess():
-    """A red-team run made user, PID and network namespaces with the raw clone and clone3 system
-    calls (unshare and setns were refused): clone with a namespace flag now fails with EPERM, clone3
-    with ENOSYS (its flags are in memory, out of a filter's sight), while what honest code does still works."""
+    """A red-team run made user, PID and network namespaces with the raw clone
+    and clone3 system calls (unshare and setns were refused): clone with a
+    namespace flag now fails with EPERM, clone3 with ENOSYS (its flags are in
+    memory, out of a filter's sight), while what honest code does still works."""
     result = run_child("""
         import struct, subprocess, threading
         isolation.set_no_new_privs()

@@ -1,10 +1,10 @@
 """Grading leaves nothing behind in the temporary folder, however it ends.
 
-From a red-team run: one honest ``grade`` of two notebooks left two ``bpe-zygote-*`` folders in
-/tmp, and a term of grading runs leaves thousands. Now every ``bpe-*`` folder is named after the
-process that owns it (``autograder/kernel/tempdirs.py``), removed when that process is done, and swept by
-the batch when its owner was killed: the temporary folder holds the same entries before and after
-a batch whose workers were killed, or that was ended with SIGTERM.
+From a red-team run: one honest ``grade`` of two notebooks left two ``bpe-zygote-*`` folders
+in /tmp, and a term of grading runs leaves thousands. Now every ``bpe-*`` folder is named
+after the process that owns it (``autograder/kernel/tempdirs.py``), removed when that process
+is done, and swept by the batch when its owner was killed: the temporary folder holds the same
+entries before and after a batch whose workers were killed, or that was ended with SIGTERM.
 """
 from __future__ import annotations
 

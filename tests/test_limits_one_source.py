@@ -1,6 +1,6 @@
-"""One source for the grader's limits and defaults (autograder/kernel/limits.py): ``grade``, ``serve`` and
-``gradescope`` offer the same options with the same defaults, Gradescope's zip and the service's
-settings start from them, and docs/GRADING.md states them."""
+"""One source for the grader's limits and defaults (autograder/kernel/limits.py): ``grade``,
+``serve`` and ``gradescope`` offer the same options with the same defaults, Gradescope's zip
+and the service's settings start from them, and docs/GRADING.md states them."""
 from __future__ import annotations
 
 import re

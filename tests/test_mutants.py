@@ -1,4 +1,5 @@
-"""Every lab's visible checks are as strong as its grade, mutant by mutant (mutation/, `make mutants`).
+"""Every lab's visible checks are as strong as its
+grade, mutant by mutant (mutation/, `make mutants`).
 
 Each lab's stored analysis (docs/labs/mutants/<lab>.json) is used while the files it was computed
 from are unchanged (its hash); otherwise the lab is analysed again here (a minute or two for a lab).
@@ -47,8 +48,8 @@ MADE_UP = '(True, ([("a", "b"), ("ab", "</w>")], ["a", "b", "</w>", "ab", "ab</w
 
 
 def test_a_weaker_check_brings_a_hidden_only_mutant_the_test_names(tmp_path):
-    """Without its small case, lab 1's learn check prints ✅ for a learn_bpe that never stops early (it is
-    graded 0), and the test says so; with it, nothing is unexplained."""
+    """Without its small case, lab 1's learn check prints ✅ for a learn_bpe that never
+    stops early (it is graded 0), and the test says so; with it, nothing is unexplained."""
     lab = all_labs()["toy_bpe"]
     notebook = nbformat.read(lab.solution_path, as_version=4)
     helpers = next(

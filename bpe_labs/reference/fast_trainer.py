@@ -49,10 +49,10 @@ np = None  # numpy, once a trainer has imported it: see _numpy()
 
 
 def _numpy():
-    """numpy, imported by the first trainer rather than with this module: every grader imports
-    all the course's modules before it grades (``autograder.batch.guard``), and only fast_bpe's hidden
-    tests train with this one, so the other labs' graders never pay for numpy (0.09 s of a
-    one-notebook command)."""
+    """numpy, imported by the first trainer rather than with this module: every grader
+    imports all the course's modules before it grades (``autograder.batch.guard``),
+    and only fast_bpe's hidden tests train with this one, so the other labs' graders
+    never pay for numpy (0.09 s of a one-notebook command)."""
     global np
     if np is None:
         import numpy

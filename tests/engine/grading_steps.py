@@ -1,6 +1,6 @@
-"""What the tests of grade.py's steps share (one test module per step, ``test_step_*.py``): the toy
-course (toy_course.py), a :class:`~autograder.grading.grade.Grading` of its lab on synthetic cells, as if
-the steps before had run, and a workdir for its kernels.
+"""What the tests of grade.py's steps share (one test module per step, ``test_step_*.py``):
+the toy course (toy_course.py), a :class:`~autograder.grading.grade.Grading` of its lab on
+synthetic cells, as if the steps before had run, and a workdir for its kernels.
 
 A test module imports the ``course`` fixture from here (``--noconftest`` runs them without
 tests/conftest.py, where ``bpe_labs`` cannot be imported)."""

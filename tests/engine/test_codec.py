@@ -1,6 +1,6 @@
-"""Plain values across the kernel boundary (autograder/kernel/codec.py), with no course and no kernel:
-every exact built-in type comes back as itself, anything else is a marker equal to nothing, and
-what a kernel could send to hurt the grader is refused before it is used."""
+"""Plain values across the kernel boundary (autograder/kernel/codec.py), with no course and
+no kernel: every exact built-in type comes back as itself, anything else is a marker equal
+to nothing, and what a kernel could send to hurt the grader is refused before it is used."""
 from __future__ import annotations
 
 import collections

@@ -1,6 +1,6 @@
-"""The reports (autograder/reports/report.py) of a course of its own (toy_course.py): grades.csv has one
-column per part of the course, scores written one way, nothing a spreadsheet would run as a
-formula, and a feedback page per file that says the student's own text as text."""
+"""The reports (autograder/reports/report.py) of a course of its own (toy_course.py): grades.csv
+has one column per part of the course, scores written one way, nothing a spreadsheet would run
+as a formula, and a feedback page per file that says the student's own text as text."""
 from __future__ import annotations
 
 import csv

@@ -1,5 +1,5 @@
-"""A real PostgreSQL server of the test's own (Debian's ``postgresql``), with a password (SCRAM, as a
-shared server would ask), that a test can stop and start again."""
+"""A real PostgreSQL server of the test's own (Debian's ``postgresql``), with a password
+(SCRAM, as a shared server would ask), that a test can stop and start again."""
 from __future__ import annotations
 
 import glob

@@ -132,8 +132,8 @@ def test_files_that_are_not_a_notebook_of_a_lab_get_422_with_the_command_lines_s
 
 
 def test_an_uploaded_pdf_is_named_a_pdf_as_the_command_line_names_it(service):
-    """Issue 33 (8): the service called an uploaded PDF `invalid_json`, where the command line says what
-    the file is."""
+    """Issue 33 (8): the service called an uploaded PDF
+    `invalid_json`, where the command line says what the file is."""
     with service.client("s007") as client:
         for name in ("toy_bpe.pdf", "toy_bpe.ipynb"):  # whatever the student called it
             answer = upload(client, content=b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n", name=name)
@@ -146,7 +146,8 @@ def test_an_uploaded_pdf_is_named_a_pdf_as_the_command_line_names_it(service):
 
 
 def _raw_request(service, head: bytes, chunks=()) -> tuple[bytes, int]:
-    """Send a request by hand; returns (the answer's first bytes, body bytes sent before it came)."""
+    """Send a request by hand; returns (the answer's
+    first bytes, body bytes sent before it came)."""
     host, port = service.url.removeprefix("http://").split(":")
     sent = 0
     with socket.create_connection((host, int(port)), timeout=30) as connection:
@@ -303,8 +304,9 @@ def test_plain_http_on_an_address_other_than_loopback_is_refused(tmp_path):
 
 
 def test_a_notebook_cannot_read_the_service_database(service):
-    """The kernel boundary of ``grade`` holds for the service's own files: a notebook that reads the
-    database (through Python and through libc) sees nothing of it, and its result is graded as usual."""
+    """The kernel boundary of ``grade`` holds for the service's own
+    files: a notebook that reads the database (through Python and through
+    libc) sees nothing of it, and its result is graded as usual."""
     from autograder.kernel.session import isolation_status
 
     if not isolation_status().startswith("landlock"):

@@ -93,7 +93,8 @@ def test_a_pathological_upload_costs_the_web_process_little_and_counts_against_t
                 answer.text
             )
         print(
-            f"web process peak {measured.peak / MB:.0f} MB; slowest /health {measured.slowest_health:.2f} s"
+            f"web process peak {measured.peak / MB:.0f} MB; slowest /health "
+            f"{measured.slowest_health:.2f} s"
         )
         assert measured.peak < 500 * MB  # was 1.5 GB for one, 4.5 GB for three (finding 1)
         assert measured.health_failures == 0
@@ -118,7 +119,8 @@ def test_a_pathological_upload_costs_the_web_process_little_and_counts_against_t
 
 
 def _sleeping(example: str, seconds: float) -> bytes:
-    """An example notebook with an added cell that sleeps (it holds a grading slot at no CPU cost)."""
+    """An example notebook with an added cell that
+    sleeps (it holds a grading slot at no CPU cost)."""
     nb = nbformat.read(EXAMPLES / f"{example}.ipynb", as_version=4)
     nb.cells.insert(1, nbformat.v4.new_code_cell(f"import time\ntime.sleep({seconds})"))
     return nbformat.writes(nb).encode()
@@ -252,9 +254,9 @@ def test_the_database_tokens_and_keys_are_owner_only(tmp_path):
 
 
 def test_a_killed_servers_kernel_cgroups_are_swept_at_start(tmp_path):
-    """A stale ``bpe-kernel-*`` cgroup (its owner gone) beside where the server's kernels' cgroups go:
-    the server removes it when it starts. The server runs in a pids cgroup of this test's own, so
-    that no other grader on the machine sweeps it first."""
+    """A stale ``bpe-kernel-*`` cgroup (its owner gone) beside where the server's
+    kernels' cgroups go: the server removes it when it starts. The server runs in a pids
+    cgroup of this test's own, so that no other grader on the machine sweeps it first."""
     from autograder.kernel import isolation, tempdirs
 
     own = isolation._own_cgroups()

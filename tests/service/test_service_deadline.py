@@ -1,7 +1,7 @@
-"""The service's outside deadline (autograder/batch/deadline.py, service/grading_process.py's LocalRunner), through
-real HTTP: a submission whose grading hangs in the grader's own process gets an ``out_of_time``
-error once ``--notebook-timeout`` and the grace have passed, is never graded again, and the next
-submission is graded.
+"""The service's outside deadline (autograder/batch/deadline.py,
+service/grading_process.py's LocalRunner), through real HTTP: a submission whose grading
+hangs in the grader's own process gets an ``out_of_time`` error once ``--notebook-timeout``
+and the grace have passed, is never graded again, and the next submission is graded.
 
 Nothing a kernel sends can hold today's grader (tests/test_grader_time.py), so the hang is a
 grader bug put back, as there: the old ``codec.decode``, which builds the same-hash ``set``

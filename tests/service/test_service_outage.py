@@ -1,8 +1,8 @@
-"""The web process, the grading process and the database fail apart (issue 35, finding 10), on a real
-PostgreSQL server with a password that the test stops and starts again: the password never on a
-command line; a database outage answers documented JSON 503s, /health says what is down, and the
-job being graded meanwhile is neither lost nor charged; a server killed twice while it grades a
-notebook charges it nothing."""
+"""The web process, the grading process and the database fail apart (issue 35, finding
+10), on a real PostgreSQL server with a password that the test stops and starts again:
+the password never on a command line; a database outage answers documented JSON 503s,
+/health says what is down, and the job being graded meanwhile is neither lost nor
+charged; a server killed twice while it grades a notebook charges it nothing."""
 from __future__ import annotations
 
 import csv
