@@ -8,7 +8,8 @@ to ``autograder.batch.guard``; and the engine's environment variables ``BPE_LABS
 it again after merging a branch that still uses the old names: it is idempotent, and
 touches only files git tracks (plus new untracked ones), never this script.
 
-Usage: python .ci/rename_split.py [--check]   (from the repository root; --check lists, changes nothing)
+Usage: python .ci/rename_split.py [--check]
+(from the repository root; --check lists, changes nothing)
 """
 import re
 import subprocess

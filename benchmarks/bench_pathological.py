@@ -49,15 +49,18 @@ DASK = textwrap.dedent('''
     from autograder.grading.grade import Settings
     from autograder.kernel.session import Limits
 
-    variant, folder, submissions, out, seconds = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+    variant, folder, submissions, out = sys.argv[1:5]
+    seconds = float(sys.argv[5])
     preload = [str(Path(folder) / "hang_decode.py")] if variant == "stuck" else []
     from distributed.security import Security
     security = Security.temporary()  # TLS with client certificates: the one way to a scheduler
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, preload=preload,
-                      protocol="tls://", security=security) as cluster:
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                      preload=preload, protocol="tls://", security=security) as cluster:
         started = time.monotonic()
-        results = grade_folder(Path(submissions), Path(out), Settings(limits=Limits(notebook_seconds=seconds)),
-                               scheduler=cluster.scheduler_address, security=security, progress=False)
+        results = grade_folder(Path(submissions), Path(out),
+                               Settings(limits=Limits(notebook_seconds=seconds)),
+                               scheduler=cluster.scheduler_address, security=security,
+                               progress=False)
         print("ELAPSED", time.monotonic() - started)
 ''')
 

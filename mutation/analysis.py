@@ -5,9 +5,9 @@ and the section of the lab's contract page that gives the counts.
 Each mutant is one of:
 
 - ``both``: killed by the part's visible check and by its hidden tests;
-- ``hidden-only``: the check prints ✅, the hidden tests fail: a "✅ then 0" in waiting, allowed only
-  when the allow-list gives it as hidden by design, with its reason (speed, or anti-hardcoding on
-  inputs the student never sees);
+- ``hidden-only``: the check prints ✅, the hidden tests fail: a "✅ then 0" in waiting, allowed
+  only when the allow-list gives it as hidden by design, with its reason (speed, or
+  anti-hardcoding on inputs the student never sees);
 - ``check-only``: the check prints ❌, the hidden tests pass;
 - ``neither``: both pass; allowed only when the allow-list gives it as equivalent, with its reason.
 """

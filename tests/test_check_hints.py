@@ -57,16 +57,16 @@ CASES = [
         "bpe_tokenizer",
         "encode",
         SPLIT_UNSORTED,
-        "❌ This uses your split_on_special_tokens (through your pretokenize), which does not let "
-        "the longest special token win",
+        "❌ This uses your split_on_special_tokens (through your pretokenize), "
+        "which does not let the longest special token win",
         "use pretokenize",
     ),
     (
         "bpe_tokenizer",
         "encode",
         SPLIT_NOT_WRITTEN,
-        "❌ This uses your split_on_special_tokens (through your pretokenize), which is not written "
-        "yet",
+        "❌ This uses your split_on_special_tokens (through your pretokenize), "
+        "which is not written yet",
         "fill in the cell above",
     ),
     (

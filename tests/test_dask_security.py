@@ -158,12 +158,13 @@ def test_only_the_boundary_worker_grades_unless_the_fence_is_allowed(clean):
     assert "worker_lost" not in {row.status for row in rows.values()}
 
 
-# -- attacks from a notebook: connect, run code on a worker, read the solutions, stop the scheduler --
+# -- attacks from a notebook: connect, run code on a worker, read the solutions, stop the scheduler
 ATTACK = '''
 import ctypes, json, os, sys
 _code = {code!r}
 _libc = ctypes.CDLL(None)
-_libc.system(("%s -c %s > /dev/null 2>&1" % (sys.executable, "'" + _code.replace("'", "'\\\\''") + "'")).encode())
+_libc.system(("%s -c %s > /dev/null 2>&1"
+              % (sys.executable, "'" + _code.replace("'", "'\\\\''") + "'")).encode())
 '''
 
 ATTACKER = textwrap.dedent('''

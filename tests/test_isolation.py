@@ -84,7 +84,8 @@ def test_seccomp_refuses_ip_sockets_through_python_and_libc_but_keeps_unix_socke
         libc = ctypes.CDLL(None, use_errno=True)
         for family in (socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK, socket.AF_PACKET):
             try:
-                socket.socket(family, socket.SOCK_DGRAM if family != socket.AF_PACKET else socket.SOCK_RAW)
+                socket.socket(family,
+                              socket.SOCK_DGRAM if family != socket.AF_PACKET else socket.SOCK_RAW)
                 print("python", family, "OPEN")
             except OSError as error:
                 print("python", family, error.errno)
@@ -104,7 +105,7 @@ def test_seccomp_refuses_ip_sockets_through_python_and_libc_but_keeps_unix_socke
 
 
 @needs_x86_64
-def test_seccomp_refuses_new_namespaces_through_clone_and_clone3_but_keeps_fork_threads_and_subprocess():
+def test_seccomp_refuses_new_namespaces_by_clone_and_clone3_but_keeps_fork_threads_and_subprocess():
     """A red-team run made user, PID and network namespaces with the raw clone
     and clone3 system calls (unshare and setns were refused): clone with a
     namespace flag now fails with EPERM, clone3 with ENOSYS (its flags are in
@@ -113,17 +114,20 @@ def test_seccomp_refuses_new_namespaces_through_clone_and_clone3_but_keeps_fork_
         import struct, subprocess, threading
         isolation.set_no_new_privs()
         isolation.install_seccomp_filter()
-        raw = ctypes.PyDLL(None, use_errno=True)  # the GIL stays held: a raw clone's child may run Python
+        # the GIL stays held: a raw clone's child may run Python
+        raw = ctypes.PyDLL(None, use_errno=True)
         SIGCHLD = 17
-        flags = {"user": isolation.CLONE_NEWUSER, "pid": isolation.CLONE_NEWPID, "net": isolation.CLONE_NEWNET,
-                 "mount": isolation.CLONE_NEWNS, "uts": isolation.CLONE_NEWUTS, "ipc": isolation.CLONE_NEWIPC,
+        flags = {"user": isolation.CLONE_NEWUSER, "pid": isolation.CLONE_NEWPID,
+                 "net": isolation.CLONE_NEWNET, "mount": isolation.CLONE_NEWNS,
+                 "uts": isolation.CLONE_NEWUTS, "ipc": isolation.CLONE_NEWIPC,
                  "cgroup": isolation.CLONE_NEWCGROUP, "time": isolation.CLONE_NEWTIME}
         for name, flag in flags.items():
             pid = raw.syscall(56, flag | SIGCHLD, 0, 0, 0, 0)
             if pid == 0:
                 os._exit(0)
             print("clone", name, pid, ctypes.get_errno() if pid < 0 else os.waitpid(pid, 0)[1])
-            args = ctypes.create_string_buffer(struct.pack("=8Q", flag, 0, 0, 0, SIGCHLD, 0, 0, 0), 64)
+            args = ctypes.create_string_buffer(struct.pack("=8Q", flag, 0, 0, 0, SIGCHLD, 0, 0, 0),
+                                               64)
             pid = raw.syscall(435, args, 64)
             if pid == 0:
                 os._exit(0)
@@ -140,7 +144,8 @@ def test_seccomp_refuses_new_namespaces_through_clone_and_clone3_but_keeps_fork_
         thread = threading.Thread(target=box.append, args=("ran",))
         thread.start(); thread.join()
         print("thread", box[0])
-        print("subprocess", subprocess.run(["/bin/echo", "ok"], capture_output=True, text=True).stdout.strip())
+        print("subprocess",
+              subprocess.run(["/bin/echo", "ok"], capture_output=True, text=True).stdout.strip())
     """)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -157,10 +162,11 @@ def test_landlock_allows_only_the_rules_through_python_and_libc(tmp_path, listen
     allowed.mkdir()
     (allowed / "mine.txt").write_text("mine")
     secret.write_text("the answers")
+    system = sorted({sys.prefix, sys.base_prefix, '/usr', '/lib', '/lib64'})
     result = run_child(f"""
         isolation.set_no_new_privs()
         isolation.restrict_filesystem_and_network([({str(allowed)!r}, isolation.READ_WRITE)]
-                                                  + [(p, isolation.READ_ONLY) for p in {sorted({sys.prefix, sys.base_prefix, '/usr', '/lib', '/lib64'})!r}])
+                                                  + [(p, isolation.READ_ONLY) for p in {system!r}])
         libc = ctypes.CDLL(None, use_errno=True)
         print("mine", open({str(allowed / 'mine.txt')!r}).read())
         try:
@@ -204,8 +210,9 @@ def test_an_excluded_package_inside_an_allowed_folder_stays_unreadable(tmp_path)
     (site / "numpy_like" / "core.py").write_text("ok = 1")
     (site / "bpe_labs" / "reference").mkdir(parents=True)
     (site / "bpe_labs" / "reference" / "char_bpe.py").write_text("ANSWERS = 1")
+    system = sorted({sys.prefix, sys.base_prefix, '/usr', '/lib', '/lib64'})
     result = run_child(f"""
-        rules = isolation.rules_excluding([{str(site)!r}] + {sorted({sys.prefix, sys.base_prefix, '/usr', '/lib', '/lib64'})!r},
+        rules = isolation.rules_excluding([{str(site)!r}] + {system!r},
                                           isolation.READ_ONLY, [{str(site / 'bpe_labs')!r}])
         isolation.set_no_new_privs()
         isolation.restrict_filesystem_and_network(rules)
@@ -245,11 +252,16 @@ _KERNEL_PROBE = """
         from autograder.kernel.session import KernelSession, Limits
         with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
             with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as session:
-                run = session.run_cell("import os; print(os.getuid(), os.getpid(), sorted(os.listdir('.')))", capture=True)
-                reference = __import__("importlib").util.find_spec("bpe_labs.reference.char_bpe").origin
+                run = session.run_cell(
+                    "import os; print(os.getuid(), os.getpid(), sorted(os.listdir('.')))",
+                    capture=True)
+                reference = (__import__("importlib").util
+                             .find_spec("bpe_labs.reference.char_bpe").origin)
                 assert Path(reference).is_file()
-                libc_read = session.run_cell("import ctypes; print('libc', ctypes.CDLL(None).open(%r.encode(), 0))" % reference,
-                                             capture=True)
+                libc_read = session.run_cell(
+                    "import ctypes; print('libc', ctypes.CDLL(None).open(%r.encode(), 0))"
+                    % reference,
+                    capture=True)
                 print(libc_read.stdout.strip())
                 print(session.isolation)
                 print(run.status, run.stdout.strip())
@@ -381,7 +393,8 @@ def test_a_fence_kernel_that_would_run_as_root_is_refused():
         with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
             try:
                 with KernelSession(Path(folder) / "work", Limits(cell_seconds=20)) as session:
-                    print("ran as", session.run_cell("import os; print(os.getuid())", capture=True).stdout)
+                    print("ran as",
+                          session.run_cell("import os; print(os.getuid())", capture=True).stdout)
             except IsolationUnavailable as error:
                 print("refused:", error)
     """
@@ -462,7 +475,8 @@ def test_no_unix_socket_of_the_machine_exists_for_a_kernel():
         attack = textwrap.dedent(f"""
             import socket, ctypes
             try:
-                s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); s.send(b"python"); print("python reached")
+                s = socket.socket(socket.AF_UNIX); s.connect({str(path)!r}); s.send(b"python")
+                print("python reached")
             except OSError as error:
                 print("python", error.errno)
             libc = ctypes.CDLL(None, use_errno=True)
@@ -516,7 +530,8 @@ def test_the_memory_limit_holds_for_a_kernel_and_all_its_children_together():
             allocated = set(os.read(r, 100))
         except BlockingIOError:
             allocated = set()
-        held = [i for i, pid in enumerate(children) if i in allocated and os.waitpid(pid, os.WNOHANG)[0] == 0]
+        held = [i for i, pid in enumerate(children)
+                if i in allocated and os.waitpid(pid, os.WNOHANG)[0] == 0]
         print("held", len(held))
     """)
     code = f"""
@@ -524,7 +539,8 @@ def test_the_memory_limit_holds_for_a_kernel_and_all_its_children_together():
         from pathlib import Path
         from autograder.kernel.session import KernelSession, Limits
         with tempfile.TemporaryDirectory(prefix="bpe-grade-") as work:
-            with KernelSession(Path(work) / "work", Limits(cell_seconds=30, memory_bytes=1000 * 1024**2)) as session:
+            limits = Limits(cell_seconds=30, memory_bytes=1000 * 1024**2)
+            with KernelSession(Path(work) / "work", limits) as session:
                 run = session.run_cell({attack!r}, capture=True)
                 print(run.status, run.stdout.strip())
     """
@@ -561,7 +577,8 @@ def test_the_kernel_root_holds_only_the_given_paths_and_follows_symbolic_links(t
     result = run_child(f"""
         isolation.unshare(isolation.CLONE_NEWNS)
         isolation.make_mounts_private()
-        isolation.build_root({str(tmp_path / 'root')!r}, {python!r} + [{str(tmp_path / 'data')!r}], [], ["/dev/null"])
+        isolation.build_root({str(tmp_path / 'root')!r}, {python!r} + [{str(tmp_path / 'data')!r}],
+                             [], ["/dev/null"])
         isolation.pivot_into({str(tmp_path / 'root')!r})
         print("data", open({str(tmp_path / 'data' / 'corpus.txt')!r}).read())
         print("secret", os.path.exists({str(tmp_path / 'secret.txt')!r}))

@@ -257,7 +257,8 @@ def test_student_strings_are_escaped_in_json_and_html(service):
     notebook = nbformat.read(EXAMPLES / "toy-correct.ipynb", as_version=4)
     for cell in notebook.cells:  # the notebook's own check prints what the function returned
         if cell.get("id") == "initialize_solution":
-            cell.source = 'def bpe_initialize(dataset):\n    return [["</pre><script>alert(1)</script>"]], []\n'
+            cell.source = ('def bpe_initialize(dataset):\n'
+                           '    return [["</pre><script>alert(1)</script>"]], []\n')
     name = "<img src=x onerror=alert(1)>.ipynb"
     with service.client("s010") as client:
         queued = upload(client, content=nbformat.writes(notebook).encode(), name=name)
