@@ -50,7 +50,7 @@ demo: examples
 
 # The engine's lint and type check (configured in pyproject.toml): before every test run, and so in CI.
 lint: setup
-	$(PY) -m ruff check autograder
+	$(PY) -m ruff check
 	$(PY) -m mypy
 
 test: setup lint
