@@ -32,11 +32,9 @@ def fail(message: str, code: int = USAGE) -> int:
 def _grade(args) -> int:
     from autograder.batch.run import (
         CourseChanged,
-        InsecureScheduler,
         Interrupted,
         NothingToGrade,
         OutNotAFolder,
-        SchedulerUnreachable,
         grade_folder,
     )
     from autograder.grading.settings import Settings
@@ -73,6 +71,11 @@ def _grade(args) -> int:
         ) from None
     out = Path(args.out)
     from autograder.batch.dask_grading import NoWorkers, SchedulerLost
+    from autograder.batch.dask_options import (
+        DaskOptionMistake,
+        SchedulerUnreachable,
+        dask_arguments,
+    )
     from autograder.batch.dask_tls import ClusterDidNotStart
 
     cluster = None
@@ -91,7 +94,7 @@ def _grade(args) -> int:
         NothingToGrade,
         OutNotAFolder,
         CourseChanged,
-        InsecureScheduler,
+        DaskOptionMistake,
         SchedulerUnreachable,
         SchedulerLost,
         NoWorkers,
@@ -131,67 +134,6 @@ def _dask_certs(args) -> int:
                    f"{' '.join(files.tls_arguments('worker'))}"))
     print(terminal(f"grading:   --scheduler tls://HOST:8786 --tls-dir {files.folder}"))
     return 0
-
-
-def add_dask_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--scheduler`` and its TLS options, ``--local-cluster``, ``--allow-fence``,
-    ``--worker-wait``: shared by ``grade`` and ``serve``."""
-    from autograder.batch.dask_grading import WAIT_SECONDS
-
-    parser.add_argument(
-        "--scheduler",
-        help="grade on a Dask cluster: the scheduler's address, tls://HOST:PORT (TLS with client "
-        "certificates only: see dask-certs)",
-    )
-    parser.add_argument(
-        "--tls-dir", help="Dask: the folder `dask-certs` wrote (its ca.pem, client.pem and "
-        "client-key.pem)")
-    parser.add_argument(
-        "--tls-ca-file",
-        help="Dask: the CA certificate that signed the scheduler's and workers' certificates",
-    )
-    parser.add_argument(
-        "--tls-cert", help="Dask: this client's certificate (the scheduler requires one)"
-    )
-    parser.add_argument("--tls-key", help="Dask: this client's private key")
-    parser.add_argument(
-        "--local-cluster", action="store_true",
-        help="Dask: start a scheduler and --workers workers on this machine, over TLS with fresh "
-        "certificates in an owner-only folder, for this run only")
-    parser.add_argument(
-        "--allow-fence", action="store_true",
-        help="Dask and the service: let a worker whose kernels get only the fence (no Landlock) "
-        "grade; its rows say fence (see docs/SECURITY.md)")
-    parser.add_argument(
-        "--worker-wait", type=float, default=WAIT_SECONDS,
-        help="Dask: seconds to wait for a worker that can grade before giving up "
-        "(default %(default)g)")
-
-
-def dask_arguments(args) -> tuple[str | None, object | None]:
-    """The scheduler's address and the TLS security that ``add_dask_arguments`` options say;
-    raises :class:`autograder.batch.run.InsecureScheduler` for anything but TLS with a
-    certificate."""
-    from autograder.batch.run import InsecureScheduler, dask_security
-
-    if args.local_cluster and args.scheduler:
-        raise UsageError("--local-cluster starts its own scheduler: leave out --scheduler")
-    if not args.scheduler:
-        if args.tls_dir or args.tls_ca_file or args.tls_cert:
-            raise InsecureScheduler("TLS options were given without --scheduler tls://HOST:PORT")
-        return None, None
-    ca, cert, key = args.tls_ca_file, args.tls_cert, args.tls_key
-    if args.tls_dir:
-        from autograder.batch.dask_tls import CertFolder
-
-        files = CertFolder(Path(args.tls_dir))
-        ca, cert, key = (ca or str(files.ca), cert or str(files.cert("client")),
-                         key or str(files.key("client")))
-        for path in (ca, cert, key):
-            if not Path(path).is_file():
-                raise UsageError(f"--tls-dir {args.tls_dir}: {path} is missing (make the folder "
-                                 "with `bpe-labs dask-certs DIR`)")
-    return args.scheduler, dask_security(args.scheduler, ca, cert, key)
 
 
 def exit_quickly(code: int) -> int:
@@ -299,6 +241,8 @@ def build_parser(course: Course, prog: str = "python -m autograder") -> argparse
         "then has a row for every lab the term's batches were about (missing if nothing came); "
         "given on a later run, it re-keys OUT's earlier results",
     )
+    from autograder.batch.dask_options import add_dask_arguments
+
     add_dask_arguments(grade)
     grade.add_argument(
         "--data-dir",

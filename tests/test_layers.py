@@ -97,6 +97,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "autograder.batch.guard",
             # what other branches add to the batch: Dask's grading and TLS, a zip unpacked
             "autograder.batch.dask_grading",
+            "autograder.batch.dask_options",
             "autograder.batch.dask_tls",
             "autograder.batch.unpack",
         ),

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from autograder.batch.dask_options import WAIT_SECONDS
 from autograder.grading.grade import Settings, error_result
 from autograder.grading.result import WORKER_LOST, GradeResult
-
-WAIT_SECONDS = 60.0  # how long a batch waits for a worker that can grade (--worker-wait)
 
 
 class SchedulerLost(RuntimeError):
@@ -245,7 +244,7 @@ def _lost_line(scheduler: str, left: int) -> str:
 def _connect(scheduler: str, security):
     from distributed import Client
 
-    from autograder.batch.run import SchedulerUnreachable, dask_security
+    from autograder.batch.dask_options import SchedulerUnreachable, dask_security
 
     security = dask_security(scheduler, security=security)  # TLS with a certificate, or refused
     try:

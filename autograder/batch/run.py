@@ -67,6 +67,11 @@ from autograder.grading.result import (
 )
 from autograder.batch.resume import load_key, signed, trusted
 from autograder.batch.workers import Job, WorkerPool
+from autograder.batch.dask_options import (  # re-exported (the batch's front door)
+    InsecureScheduler,
+    SchedulerUnreachable,
+    dask_security,
+)
 
 __all__ = [
     "grade_folder",
@@ -78,15 +83,12 @@ __all__ = [
     "NothingToGrade",
     "OutNotAFolder",
     "SchedulerUnreachable",
+    "dask_security",
 ]
 
 
 class OutNotAFolder(ValueError):
     """``--out`` names something that is not a folder."""
-
-
-class InsecureScheduler(RuntimeError):
-    """A Dask scheduler without TLS and client certificates (refused wherever it runs)."""
 
 
 def result_path(out_dir: Path, file: Path, submissions_dir: Path) -> Path:
@@ -224,46 +226,6 @@ def _run_local(jobs, settings: Settings, workers: int):
     ]
     for _, result in pool.run(files):
         yield result
-
-
-def dask_security(
-    address: str,
-    tls_ca: str | None = None,
-    tls_cert: str | None = None,
-    tls_key: str | None = None,
-    security=None,
-):
-    """The ``distributed.security.Security`` to reach ``address`` with: always TLS with a client
-    certificate (mutual TLS: the scheduler admits only holders of a certificate its CA signed).
-
-    A scheduler without them is refused wherever it runs, this machine included: anyone who can
-    reach one (another user of the machine, a student's kernel) can run code on its workers and
-    read the course. ``bpe-labs dask-certs DIR`` makes the certificates (dask_tls.py).
-    """
-    if security is None and tls_ca and tls_cert:
-        from distributed.security import Security
-
-        security = Security(
-            tls_ca_file=tls_ca,
-            tls_client_cert=tls_cert,
-            tls_client_key=tls_key,
-            require_encryption=True,
-        )
-    if security is None and address.startswith("inproc://"):
-        return None  # a scheduler inside this very process (tests): no network at all
-    if security is None or not address.startswith("tls://"):
-        raise InsecureScheduler(
-            f"refusing the Dask scheduler {address}: the kit talks to a scheduler only over TLS "
-            "with client certificates (anyone who reaches a scheduler can run code on its "
-            "workers). Make them with `bpe-labs dask-certs DIR`, start the scheduler and workers "
-            "with them (docs/GRADING.md) and pass --scheduler tls://HOST:PORT --tls-dir DIR, or "
-            "use --local-cluster"
-        )
-    return security
-
-
-class SchedulerUnreachable(RuntimeError):
-    """The Dask scheduler named by ``--scheduler`` could not be reached."""
 
 
 def _run_dask(jobs, settings: Settings, scheduler: str, security=None, allow_fence=False,

@@ -80,12 +80,11 @@ def settings_from(args):
             "network in the clear. Serve on 127.0.0.1 behind a TLS reverse proxy "
             "(docs/SERVICE.md), give --https-cert and --https-key, or pass --insecure"
         )
-    from autograder.batch.run import InsecureScheduler
-    from autograder.cli import UsageError, dask_arguments
+    from autograder.batch.dask_options import DaskOptionMistake, dask_arguments
 
     try:
         scheduler, security = dask_arguments(args)
-    except (InsecureScheduler, UsageError) as error:
+    except DaskOptionMistake as error:
         raise Stop(str(error)) from None
     lti_config = Path(args.lti) if args.lti else None
     if lti_config is not None:
@@ -435,7 +434,7 @@ def add_commands(commands, course) -> None:
         help="local grading processes (default: twice the cores, as grade: about a quarter of "
              "grading is waiting on kernels)",
     )
-    from autograder.cli import add_dask_arguments
+    from autograder.batch.dask_options import add_dask_arguments
 
     add_dask_arguments(serve)  # --scheduler tls://..., --tls-dir, --local-cluster, --allow-fence
     serve.add_argument(

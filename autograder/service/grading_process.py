@@ -174,7 +174,7 @@ class DaskRunner:
         from autograder.course import current
         from autograder.batch.dask_grading import Rotation
 
-        from autograder.batch.run import dask_security
+        from autograder.batch.dask_options import dask_security
 
         security = dask_security(scheduler, security=security)  # TLS with a certificate only
         self.client = Client(scheduler, security=security, timeout=30)

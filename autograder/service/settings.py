@@ -59,7 +59,7 @@ class ServiceSettings:
     counted: str = "last"  # the attempt that counts: the last graded, or the best
     workers: int = 2  # local grading processes (serve --workers: limits.default_workers())
     scheduler: str | None = None  # a Dask scheduler instead of local processes
-    # distributed.security.Security, see autograder.batch.run.dask_security
+    # distributed.security.Security, see autograder.batch.dask_options.dask_security
     dask_security: object | None = None
     local_cluster: bool = False  # serve --local-cluster: a TLS scheduler and workers of its own
     allow_fence: bool = False  # let workers whose kernels get only the fence grade
