@@ -150,7 +150,7 @@ def gradescope(variant: str, work: Path, seconds: float) -> tuple[float, str, st
         work / f"gradescope-{variant}",
     )
     if variant == "stuck":
-        codec_file = root / "source" / "autograder" / "codec.py"
+        codec_file = root / "source" / "autograder" / "kernel" / "codec.py"
         codec_file.write_text(codec_file.read_text() + HANG_IN_CODEC)
     (root / "submission" / "toy_bpe.ipynb").write_bytes(same_hash_notebook())
     started = time.monotonic()

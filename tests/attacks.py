@@ -390,7 +390,7 @@ def _write_targets(t: Targets, how: str) -> dict[str, str]:
 def write_python(t: Targets) -> dict[str, str]:
     targets = _write_targets(t, "py")
     reference = str(t.repo / "bpe_labs" / "reference" / "char_bpe.py")
-    launcher = str(t.repo / "autograder" / "sandbox_launcher.py")
+    launcher = str(t.repo / "autograder" / "kernel" / "sandbox_launcher.py")
     return {"initialize_solution": cell(f'''
 def _create(path):
     def action():

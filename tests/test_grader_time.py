@@ -221,7 +221,7 @@ def test_gradescope_writes_results_when_the_time_is_up(tmp_path):
                         limits=Limits(notebook_seconds=NOTEBOOK_SECONDS),
                         part_seconds=NOTEBOOK_SECONDS)
     root = unpack(archive, tmp_path / "autograder")
-    codec_file = root / "source" / "autograder" / "codec.py"
+    codec_file = root / "source" / "autograder" / "kernel" / "codec.py"
     codec_file.write_text(codec_file.read_text() + HANG_IN_CODEC)
     (root / "submission" / "toy_bpe.ipynb").write_bytes(same_hash_notebook())
     started = time.monotonic()

@@ -76,7 +76,7 @@ TOKEN = "rt" + uuid.uuid4().hex[:11]  # 13 characters: fits a process name (15)
 COURSE_MARKERS = ("### BEGIN SOLUTION", "BEGIN HIDDEN TESTS",
                   "Character-level BPE with a separate end-of-word symbol")
 REFERENCE = REPO_ROOT / "bpe_labs" / "reference" / "char_bpe.py"
-LAUNCHER = REPO_ROOT / "autograder" / "sandbox_launcher.py"
+LAUNCHER = REPO_ROOT / "autograder" / "kernel" / "sandbox_launcher.py"
 VICTIMS = ("victim-py.txt", "victim-py-2.txt", "victim-libc.txt", "victim-libc-2.txt")
 HONEST_FILES = (HONEST, CLASSMATE, NEIGHBOUR)
 

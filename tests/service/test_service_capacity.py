@@ -206,13 +206,13 @@ def test_the_next_job_is_the_least_served_students_oldest(tmp_path):
 
 def test_a_grading_budget_per_student_per_hour(tmp_path):
     server = make_service(
-        tmp_path / "budget", "--workers", "1", "--rate", "0", "--grading-budget", "0.02"
+        tmp_path / "budget", "--workers", "1", "--rate", "0", "--grading-budget", "0.001"
     )
     server.start()
     try:
         with server.client("s001") as client:
             first = upload(client, EXAMPLES / "toy-correct.ipynb").json()["id"]
-            # a grading takes more than 1.2 s
+            # a grading takes more than 0.06 s (the budget)
             assert wait_result(client, first)["status"] == "graded"
             refused = upload(client, EXAMPLES / "gpt2-correct.ipynb")
             assert refused.status_code == 429 and refused.json()["status"] == "grading_budget", (
@@ -224,7 +224,7 @@ def test_a_grading_budget_per_student_per_hour(tmp_path):
         browser = sign_in(server, "/", {"token": server.tokens["s001"]})
         page = browser.get("/me").text
         browser.close()
-        assert "of your 0.02 minutes" in page, page
+        assert "of your 0.001 minutes" in page, page
     finally:
         server.stop()
 
