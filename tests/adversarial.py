@@ -19,6 +19,7 @@ example YAML.
 from __future__ import annotations
 
 import copy
+import os
 import functools
 import json
 import random
@@ -1049,3 +1050,21 @@ class CallLog:
 
     def __repr__(self) -> str:
         return repr(self._names())
+
+
+def living_named(name: str) -> set[str]:
+    """The pids of the processes named ``name`` that still run. A killed process whose parent is
+    gone stays a zombie until the machine's init reaps it, which a container's init may do late:
+    ``pgrep`` lists it, but it runs nothing."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            state = Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[0]
+        except OSError:
+            continue
+        if comm == name and state not in ("Z", "X"):
+            found.add(entry)
+    return found

@@ -24,7 +24,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from adversarial import cell_of, dump
+from adversarial import cell_of, dump, living_named
 from autograder.labs import get_lab
 from bpe_labs import ROOT as REPO_ROOT
 from test_gradescope import RESULTS_SCHEMA, SUBMISSIONS, run_autograder, unpack, zips  # noqa: F401 (zips: a fixture)
@@ -191,11 +191,7 @@ def leaking_notebook(port: int) -> bytes:
 
 
 def gradescope_survivors() -> set[str]:
-    return set(
-        subprocess.run(
-            ["pgrep", "-x", "bpe-gs-survivor"], capture_output=True, text=True
-        ).stdout.split()
-    )
+    return living_named("bpe-gs-survivor")
 
 
 @pytest.mark.parametrize("isolation", ["boundary", "fence"])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from adversarial import living_named
 from autograder.kernel import isolation
 from autograder.kernel.session import isolation_status
 
@@ -355,11 +356,7 @@ with tempfile.TemporaryDirectory(prefix="bpe-grade-") as folder:
 
 
 def survivors() -> set[str]:
-    return set(
-        subprocess.run(
-            ["pgrep", "-x", "bpe-survivor"], capture_output=True, text=True
-        ).stdout.split()
-    )
+    return living_named("bpe-survivor")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the fence's own uid needs root")

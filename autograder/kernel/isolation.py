@@ -762,7 +762,8 @@ def _real_uid(pid: str) -> int | None:
 
 
 def processes_where(session: int | None = None, uid: int | None = None) -> list[int]:
-    """The processes (Linux: ``/proc``) of session ``session`` or with real uid ``uid``."""
+    """The living processes (Linux: ``/proc``; zombies left out) of session ``session`` or with
+    real uid ``uid``."""
     found: list[int] = []
     try:
         entries = os.listdir("/proc")
@@ -771,8 +772,10 @@ def processes_where(session: int | None = None, uid: int | None = None) -> list[
     for entry in entries:
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
+        after = _proc_stat_fields(entry)
+        if after and after[0] in (b"Z", b"X"):
+            continue  # killed already: a zombie runs nothing, whenever init reaps it
         if session is not None:
-            after = _proc_stat_fields(entry)
             if after is not None and len(after) > 3 and int(after[3]) == session:
                 found.append(int(entry))
                 continue
