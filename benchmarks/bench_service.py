@@ -413,12 +413,14 @@ def main() -> int:
                     f"submit to feedback {seen:5.2f} s "
                     f"(+{seen - result['grading_seconds']:.2f} s)"
                 )
-            print(
-                f"empty queue ({args.empty} notebooks): submit to feedback p50 "
-                f"{statistics.median(rounds):.2f} s, "
-                f"p50 over the notebook's own grading time +{statistics.median(overheads):.2f} s "
-                f"(p95 +{percentile(overheads, 0.95):.2f} s)"
-            )
+            if rounds:  # --empty 0 skips part 1
+                print(
+                    f"empty queue ({args.empty} notebooks): submit to feedback p50 "
+                    f"{statistics.median(rounds):.2f} s, "
+                    "p50 over the notebook's own grading time "
+                    f"+{statistics.median(overheads):.2f} s "
+                    f"(p95 +{percentile(overheads, 0.95):.2f} s)"
+                )
 
             # the simulated students yield the cores to the server they load (see the docstring)
             os.nice(10)
