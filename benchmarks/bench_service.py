@@ -13,7 +13,7 @@ each sends a 19.5 MB notebook of nested empty lists three times at once (finding
 sleeping notebook waiting in every lab, sending another each time one ends (finding 2), and guesses
 the instructor's password on the dashboard's sign-in form (finding 7). The report then gives the
 honest students' p50 and p95 separately, whether any honest job was lost or charged an error, and
-the web process's peak memory (sampled every 50 ms). Compare a run with ``--attackers 0``.
+the web process's peak memory (the kernel's high-water mark). Compare a run with ``--attackers 0``.
 
 The simulated students share the 2 cores with the server; real students' browsers and notebooks do
 not. So the client runs at a lower priority (``nice`` 10, after the server has started) and prints
@@ -42,14 +42,15 @@ from pathlib import Path
 
 import httpx
 import nbformat
-import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "submissions"
 LABS = {"toy_bpe": "toy", "gpt2_bpe": "gpt2", "ny_constitution": "ny"}
 # every lab, for the attackers' sleeping notebooks (one pending job per lab)
 ATTACKED = ["toy", "gpt2", "ny", "africa", "fast", "prep", "tok"]
-MB = 1024 * 1024
+
+sys.path.insert(0, str(ROOT / "tests" / "service"))
+from web_process import MB, peak_rss, reset_peak  # noqa: E402  (shared with the service's tests)
 
 
 def free_port() -> int:
@@ -234,30 +235,6 @@ async def load(
     return outcome, time.monotonic() - started
 
 
-class PeakMemory:
-    """The web process's peak resident memory, sampled every 50 ms in a thread."""
-
-    def __init__(self, pid: int):
-        import threading
-
-        self.process, self.peak, self.done = psutil.Process(pid), 0, threading.Event()
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-        self.thread.start()
-
-    def _sample(self):
-        while not self.done.is_set():
-            try:
-                self.peak = max(self.peak, self.process.memory_info().rss)
-            except psutil.Error:
-                return
-            time.sleep(0.05)
-
-    def stop(self) -> int:
-        self.done.set()
-        self.thread.join(5)
-        return self.peak
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -387,7 +364,7 @@ def main() -> int:
                 f"server on {url}: {args.workers} grading processes; {os.cpu_count()} cores; load "
                 f"{os.getloadavg()[0]:.1f}"
             )
-            memory = PeakMemory(server.pid)
+            reset_peak(server.pid)  # the peak of what follows, not of the start-up
 
             # 1. an empty queue, one notebook at a time
             quiet = httpx.Client(
@@ -444,7 +421,7 @@ def main() -> int:
                     args.attack_sleep,
                 )
             )
-            peak = memory.stop()
+            peak = peak_rss(server.pid)
             results = outcome["results"]
             ids = [item["id"] for item in results]
             waits = [moment(item["graded_at"]) - moment(item["submitted_at"]) for item in results]

@@ -102,13 +102,16 @@ class Rotation:
     out: dict | None = None  # address -> why it takes no files
 
     def _ask(self) -> None:
+        """Check each worker not checked yet; one found fit keeps its answer while it stays (asked
+        again, a worker grading a notebook answers only once that ends: the service waited up to
+        30 s for it at every look, then took it out of rotation), one that left is forgotten."""
         client = self.client
         workers = list(client.scheduler_info()["workers"])  # type: ignore[attr-defined]
         futures = {
             address: client.submit(  # type: ignore[attr-defined]
                 check_worker, self.course_spec, self.allow_fence, workers=[address],
                 allow_other_workers=False, pure=False, key=f"bpe-fitness-{address}-{time.time()}")
-            for address in workers if address not in (self.out or {})
+            for address in workers if address not in (self.out or {}) and address not in self.fit
         }
         out = dict(self.out or {})
         for address, future in futures.items():
@@ -119,7 +122,8 @@ class Rotation:
             if reason is not None:
                 out[address] = reason
         self.out = out
-        self.fit = frozenset(a for a in futures if a not in out)
+        self.fit = frozenset(a for a in self.fit if a in workers) | frozenset(
+            a for a in futures if a not in out)
 
     def ready(self, scheduler: str) -> frozenset:
         """The workers that can grade, waiting up to ``wait_seconds`` for one; raises

@@ -9,6 +9,17 @@ import pytest
 from service_helpers import make_service
 
 
+@pytest.fixture(scope="module")
+def postgres():
+    """A real PostgreSQL server of this test module's own, with a password
+    (``postgres_server.py``; skipped, with the reason, where PostgreSQL is not installed)."""
+    from postgres_server import Postgres
+
+    server = Postgres()
+    yield server
+    server.remove()
+
+
 @pytest.fixture(scope="session")
 def service(tmp_path_factory):
     """The shared server: 2 grading processes, 3 submissions per lab per hour, a 1 MB upload cap,

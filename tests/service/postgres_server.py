@@ -1,5 +1,7 @@
 """A real PostgreSQL server of the test's own (Debian's ``postgresql``), with a password
-(SCRAM, as a shared server would ask), that a test can stop and start again."""
+(SCRAM, as a shared server would ask), that a test can stop and start again: the one start-up code
+of every PostgreSQL test (``postgres`` in conftest.py: one server per test module). A command gets
+the password from a file (:meth:`Postgres.password_file`), never on its command line."""
 from __future__ import annotations
 
 import glob
@@ -81,6 +83,28 @@ class Postgres:
             env={**os.environ, "PGPASSWORD": PASSWORD},
         )
         assert created.returncode == 0, created.stderr
+
+    @property
+    def url_with_password(self) -> str:
+        """The URL with the password: for this test process's own connections only (never on a
+        command line: every user of the machine can read those)."""
+        return self.url.replace("grader@", f"grader:{PASSWORD}@")
+
+    def password_file(self, folder: Path) -> Path:
+        """An owner-only file in ``folder`` whose first line is the password (what
+        ``--db-password-file`` reads)."""
+        path = folder / "db-password"
+        path.write_text(PASSWORD + "\n", encoding="utf-8")
+        path.chmod(0o600)
+        return path
+
+    def query(self, sql: str, *params) -> list[tuple]:
+        """The rows ``sql`` selects, read straight from the database."""
+        import psycopg
+
+        with psycopg.connect(host="127.0.0.1", port=self.port, dbname="course", user="grader",
+                             password=PASSWORD, connect_timeout=30) as connection:
+            return connection.execute(sql, params).fetchall()
 
     def run(self, program: str, *args: str, env=None) -> subprocess.CompletedProcess:
         return subprocess.run(

@@ -1,7 +1,8 @@
 """The service holds against its own class (issue 35, findings 1, 2, 4, 9): what one student's
 upload may cost the web process, the fair queue, owner-only files, stale cgroups. Each test runs a
 real server process (``python -m autograder serve``) through real HTTP; memory is measured, not
-timed, and bounded generously (benchmarks/bench_service.py has the figures)."""
+timed (the kernel's high-water mark: ``web_process.py``), and bounded generously
+(benchmarks/bench_service.py has the figures)."""
 from __future__ import annotations
 
 import os
@@ -13,15 +14,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import nbformat
 import psutil
 import pytest
 
 from service_helpers import EXAMPLES, command, make_service, rows, upload, wait_result
 from test_service_web import sign_in
-
-MB = 1024 * 1024
+from web_process import MB, WebProcessWatch
 
 
 def nested_empty_lists(size: int) -> bytes:
@@ -31,55 +30,13 @@ def nested_empty_lists(size: int) -> bytes:
     return head + unit * ((size - len(head) - len(tail)) // len(unit)) + tail
 
 
-class PeakMemory:
-    """The peak resident memory of a process, sampled every 20 ms in a thread, and the slowest
-    answer of /health meanwhile."""
-
-    def __init__(self, pid: int, url: str):
-        self.process, self.url = psutil.Process(pid), url
-        self.peak, self.slowest_health, self.health_failures = 0, 0.0, 0
-        self.done = threading.Event()
-        self.threads = [
-            threading.Thread(target=self._sample),
-            threading.Thread(target=self._health),
-        ]
-
-    def _sample(self):
-        while not self.done.is_set():
-            try:
-                self.peak = max(self.peak, self.process.memory_info().rss)
-            except psutil.Error:
-                return
-            time.sleep(0.02)
-
-    def _health(self):
-        while not self.done.is_set():
-            started = time.monotonic()
-            try:
-                httpx.get(f"{self.url}/health", timeout=30)
-            except httpx.HTTPError:
-                self.health_failures += 1
-            self.slowest_health = max(self.slowest_health, time.monotonic() - started)
-            time.sleep(0.1)
-
-    def __enter__(self):
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.done.set()
-        for thread in self.threads:
-            thread.join(60)
-
-
 def test_a_pathological_upload_costs_the_web_process_little_and_counts_against_the_rate(tmp_path):
     server = make_service(tmp_path / "intake", "--workers", "1", "--rate", "4/hour")
     server.start()
     try:
         attack = nested_empty_lists(int(19.5 * MB))
         clients = {student: server.client(student) for student in ("s001", "s002", "s003", "s004")}
-        with PeakMemory(server.process.pid, server.url) as measured:
+        with WebProcessWatch(server.process.pid, server.url) as measured:
             one = upload(clients["s001"], content=attack, name="lists.ipynb")
             with ThreadPoolExecutor(3) as pool:  # three at once, by three students
                 three = list(
@@ -118,7 +75,7 @@ def test_a_pathological_upload_costs_the_web_process_little_and_counts_against_t
     assert [row[1] for row in rows(server)] == ["s002"]  # nothing stored for the refused ones
 
 
-def _sleeping(example: str, seconds: float) -> bytes:
+def sleeping(example: str, seconds: float) -> bytes:
     """An example notebook with an added cell that
     sleeps (it holds a grading slot at no CPU cost)."""
     nb = nbformat.read(EXAMPLES / f"{example}.ipynb", as_version=4)
@@ -159,7 +116,7 @@ def test_one_student_never_holds_two_slots_while_a_classmate_waits(tmp_path):
     try:
         attacker, classmate = server.client("s001"), server.client("s002")
         ids = [
-            upload(attacker, content=_sleeping(example, 20), name=f"{example}.ipynb").json()["id"]
+            upload(attacker, content=sleeping(example, 20), name=f"{example}.ipynb").json()["id"]
             for example in ("toy-correct", "gpt2-correct", "ny-correct")
         ]
         watcher.start()
@@ -186,7 +143,7 @@ def test_the_next_job_is_the_least_served_students_oldest(tmp_path):
     server.start()
     try:
         attacker, classmate = server.client("s001"), server.client("s002")
-        sleeper = upload(attacker, content=_sleeping("toy-correct", 3), name="toy.ipynb").json()[
+        sleeper = upload(attacker, content=sleeping("toy-correct", 3), name="toy.ipynb").json()[
             "id"
         ]
         deadline = time.monotonic() + 120
@@ -307,7 +264,7 @@ def test_sleeping_notebooks_of_several_students_hold_up_no_classmate(tmp_path):
         for student, example in (("s001", "toy-correct"), ("s002", "gpt2-correct")):
             with server.client(student) as client:
                 sleepers.append(
-                    upload(client, content=_sleeping(example, 90), name="sleep.ipynb").json()["id"]
+                    upload(client, content=sleeping(example, 90), name="sleep.ipynb").json()["id"]
                 )
         with server.client("s003") as client:
             job = upload(client, EXAMPLES / "ny-correct.ipynb").json()["id"]
@@ -347,7 +304,7 @@ def test_a_class_with_attackers_loses_nothing_and_charges_no_honest_job(tmp_path
             answers = [upload(client, content=bomb, name="lists.ipynb").status_code]
             for example in ("toy-correct", "gpt2-correct", "ny-correct"):
                 answers.append(
-                    upload(client, content=_sleeping(example, 40), name="sleep.ipynb").status_code
+                    upload(client, content=sleeping(example, 40), name="sleep.ipynb").status_code
                 )
             return answers
 
@@ -359,7 +316,10 @@ def test_a_class_with_attackers_loses_nothing_and_charges_no_honest_job(tmp_path
             return wait_result(client, answer.json()["id"], seconds=300), score
 
     try:
-        with PeakMemory(server.process.pid, server.url) as measured, ThreadPoolExecutor(8) as pool:
+        with (
+            WebProcessWatch(server.process.pid, server.url) as measured,
+            ThreadPoolExecutor(8) as pool,
+        ):
             attacks = [pool.submit(attack, student) for student in ("s001", "s002")]
             results = list(pool.map(hand_in, honest))
             attacked = [future.result() for future in attacks]

@@ -13,24 +13,9 @@ import sys
 import time
 
 import nbformat
-import pytest
 
-from postgres_server import PASSWORD, Postgres
+from postgres_server import PASSWORD
 from service_helpers import EXAMPLES, Server, command, free_port, make_service, upload, wait_result
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    server = Postgres()
-    yield server
-    server.remove()
-
-
-def _password_file(tmp_path):
-    path = tmp_path / "db-password"
-    path.write_text(PASSWORD + "\n", encoding="utf-8")
-    path.chmod(0o600)
-    return path
 
 
 def _pg_service(
@@ -38,7 +23,7 @@ def _pg_service(
 ) -> Server:
     """A server on the shared PostgreSQL database, with a new ``student`` and their token; the
     password from --db-password-file, or else from $PGPASSFILE (which the caller sets)."""
-    secret = ["--db-password-file", str(_password_file(tmp_path))] if password_file else []
+    secret = ["--db-password-file", str(postgres.password_file(tmp_path))] if password_file else []
     roster = tmp_path / "roster.csv"
     roster.write_text(f"student_id,name\n{student},Pat\n", encoding="utf-8")
     made = command("tokens", "--roster", str(roster), "--db", postgres.url, *secret,
