@@ -155,6 +155,7 @@ MEMBERS = [member for kind in ENUMS for member in kind]  # type: ignore[attr-def
 def test_a_member_is_written_as_its_value_and_read_back(member):
     kind, value = type(member), member.value
     assert str(member) == f"{member}" == "%s" % member == value
+    assert {value: "row"}[member] == "row" and member in {value}  # Counter keys, sets of words
     assert json.dumps({"s": member}) == json.dumps({"s": value})
     assert kind(json.loads(json.dumps(member))) is member
     out = io.StringIO()
