@@ -36,7 +36,8 @@ SUBJECTS: dict[type, tuple[set[str], set[str], set[str]]] = {
     CellStatus: ({"status"}, {"status"}, set()),
     CellKind: ({"kind"}, {"role"}, {"_role"}),
     IsolationMode: ({"mode"}, {"mode"}, set()),
-    Piece: ({"isolation"}, {"applied", "pieces"}, {"status_pieces"}),
+    Piece: ({"isolation"}, {"applied", "pieces", "status"}, {"status_pieces"}),
+    Verdict: ({"verdict"}, {"verdict"}, set()),
 }
 # The Submit cell's helper runs in a student's notebook, which has none of the engine to import:
 # its words are checked against SubmissionStatus below instead.
@@ -115,6 +116,7 @@ def test_no_word_is_compared_as_a_string_literal():
     ('has = "cgroup" in self.isolation', "Piece"),
     ('has = "seccomp" in status_pieces(status)', "Piece"),
     ('done = state in ("graded", "error")', "SubmissionStatus"),
+    ('if part.verdict != "passed": pass', "Verdict"),
 ])
 def test_the_scan_finds_a_literal_comparison(source, kind):
     (hit,) = literal_comparisons(source)
