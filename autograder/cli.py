@@ -48,10 +48,11 @@ def _grade(args) -> int:
             f"load (or unset ${current().data_variable})"
         )
     if args.require_isolation:
+        from autograder.kernel.boundary import boundary_mode
         from autograder.kernel.session import isolation_status
 
         status = isolation_status()
-        if not status.startswith("landlock"):
+        if not boundary_mode(status):
             raise UsageError(
                 "--require-isolation: kernels cannot be isolated here, so nothing was graded "
                 f"({status}): grade on Linux 5.13 or later with Landlock enabled, or leave out "

@@ -32,7 +32,8 @@ from pathlib import Path
 from autograder.kernel import tempdirs
 from autograder.course import Course, current, use
 from autograder.kernel.limits import PART_SECONDS, Limits
-from autograder.grading.result import GRADED, GRADER_ERROR, NO_NOTEBOOK, GradeResult, PartScore
+from autograder.grading.result import (
+    GRADED, GRADER_ERROR, NO_NOTEBOOK, CellKind, GradeResult, PartScore)
 
 # The folder that holds this package: in an unpacked zip, Gradescope's /autograder/source.
 SOURCE = Path(__file__).resolve().parent.parent
@@ -303,7 +304,7 @@ def summary(result: GradeResult, lab) -> str:
         ]
     else:
         lines = [f"This submission could not be graded: {result.message}"]
-    problems = [cell for cell in result.cells if cell.kind != "given"]
+    problems = [cell for cell in result.cells if cell.kind != CellKind.GIVEN]
     if problems:
         lines += ["", "Cells that did not run:"]
         lines += [f"- {cell.cell} ({cell.kind}): {cell.status} — {cell.error}" for cell in problems]

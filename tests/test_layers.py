@@ -17,6 +17,8 @@ PACKAGES = ("autograder", "bpe_labs")
 SKIPPED = ("autograder/service/migrations",)  # alembic's scripts, run by alembic alone
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # what every layer may use: the engine's words as enums (StrEnum on Python 3.10 too)
+    ("words", ("autograder.strenum",)),
     # what the engine and a course give each other: the course, its interface, its labs
     (
         "course",

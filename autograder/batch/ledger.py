@@ -47,6 +47,7 @@ from autograder.grading.result import (
     UNKNOWN_LAB,
     GradeResult,
     MalformedResult,
+    Status,
 )
 from autograder.batch.resume import CHECKSUM, authentic, sign
 
@@ -237,10 +238,10 @@ def rekeyed(row: GradeResult, roster: Roster | None) -> GradeResult:
 
     relative = Path(*Path(row.file).parts[-2:])
     identity = roster.resolve(identify(relative, tuple(all_labs())))
-    if identity.status != "ok":  # the id it was recorded under (an nbgrader folder's, say)
+    if identity.status != Status.OK:  # the id it was recorded under (an nbgrader folder's, say)
         recorded = roster.resolve(Identity(row.student_id, "earlier result", name=row.student_id))
-        identity = recorded if recorded.status == "ok" else identity
-    if identity.status == "ok":
+        identity = recorded if recorded.status == Status.OK else identity
+    if identity.status == Status.OK:
         return replace(row, student_id=identity.student_id)
     if row.status == NOT_ON_ROSTER:
         return row

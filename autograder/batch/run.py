@@ -64,6 +64,7 @@ from autograder.grading.result import (
     NOT_A_REGULAR_FILE,
     NOT_ON_ROSTER,
     GradeResult,
+    Status,
 )
 from autograder.batch.resume import load_key, signed, trusted
 from autograder.batch.workers import Job, WorkerPool
@@ -117,7 +118,7 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _planned_row(
-    path: Path, identity, status: str, message: str, lab: str | None = None
+    path: Path, identity, status: Status, message: str, lab: str | None = None
 ) -> GradeResult:
     return replace(
         error_result(path, identity.student_id, status, message), lab=lab, identity=identity.note
@@ -167,7 +168,7 @@ def plan(
     check_something_to_grade(Path(submissions_dir), [entry for entry, _ in found])
     for entry, identity in found:
         path = entry.path
-        if identity.status != "ok":
+        if identity.status != Status.OK:
             rows.append(_planned_row(path, identity, identity.status, identity.note))
             continue
         if entry.kind != NOTEBOOK:

@@ -33,7 +33,8 @@ from autograder.kernel import tempdirs
 from autograder.grading.check import hidden_test_names, run_part
 from autograder.course import current
 from autograder.grading.intake import Submission, read_submission
-from autograder.kernel.session import CallTimeout, KernelDied, KernelSession, imported_modules
+from autograder.kernel.session import (
+    CallTimeout, CellStatus, KernelDied, KernelSession, imported_modules)
 from autograder.kernel.boundary import CoursePaths
 from autograder.kernel.process import Clock
 from autograder.labs import Lab, Part, get_lab, release_cells
@@ -42,9 +43,11 @@ from autograder.grading.result import (
     GRADED,
     GRADER_ERROR,
     CellEvent,
+    CellKind,
     GradeResult,
     IntegrityEvent,
     PartScore,
+    Status,
     Verdict,
 )
 from autograder.grading.settings import Settings  # (also imported from here by older code)
@@ -174,7 +177,7 @@ class Progress:
 
     student_id: str
     file: str
-    status: str = GRADER_ERROR
+    status: Status = GRADER_ERROR
     message: str = ""
     lab: str | None = None
     sha256: str | None = None
@@ -194,7 +197,7 @@ class Progress:
                            isolation=self.isolation, kernels=self.kernels, **graded)
 
 
-def error_result(path: Path, student_id: str, status: str, message: str) -> GradeResult:
+def error_result(path: Path, student_id: str, status: Status, message: str) -> GradeResult:
     """The row of a file that could not be graded, for reasons outside the file's own grading."""
     return GradeResult(student_id, str(path), status=status, message=message)
 
@@ -293,7 +296,7 @@ def read_the_file(grading: Grading) -> None:
     found.sha256, found.lab, found.status, found.message = (
         sub.sha256, sub.lab_id, sub.status, sub.message)
     found.integrity = [IntegrityEvent("converted", "-", note) for note in sub.notes]
-    if sub.status != "ok":
+    if sub.status != Status.OK:
         grading.row = found.result()
 
 
@@ -313,7 +316,7 @@ def choose_the_cells(grading: Grading) -> None:
     everything = known(grading.repaired).program
     grading.program = needed_steps(everything)
     grading.shown = grading.program + [step for step in everything[len(grading.program):]
-                                       if step.kind != "given"]
+                                       if step.kind != CellKind.GIVEN]
 
 
 def make_a_workdir(grading: Grading) -> None:
@@ -336,9 +339,9 @@ def run_the_visible_checks(grading: Grading) -> None:
     notes what that part's hidden tests can reach. ``order``: the parts as their test cells ran."""
     session, parts = known(grading.session), grading.parts
     for step in grading.shown:
-        if step.kind != "check":
+        if step.kind != CellKind.CHECK:
             run = session.run_cell(step.source)
-            if run.status != "ok":
+            if run.status != CellStatus.OK:
                 grading.found.cells.append(CellEvent(step.cell_id, step.kind, run.status,
                                                      run.error))
         elif step.cell_id in parts and step.cell_id not in grading.visible:
@@ -480,11 +483,12 @@ def needed_steps(program: list[Step]) -> list[Step]:
     """The program up to its last check: what runs after it (closing plots, comparisons, a cell
     the student added at the end) cannot change any part's points, so it is not run.
 
-    >>> program = [Step("given", "", "a"), Step("check", "", "b"), Step("given", "", "c")]
-    >>> [step.kind for step in needed_steps(program)]
+    >>> program = [Step(CellKind.GIVEN, "", "a"), Step(CellKind.CHECK, "", "b"),
+    ...            Step(CellKind.GIVEN, "", "c")]
+    >>> [str(step.kind) for step in needed_steps(program)]
     ['given', 'check']
     """
-    checks = [index for index, step in enumerate(program) if step.kind == "check"]
+    checks = [index for index, step in enumerate(program) if step.kind == CellKind.CHECK]
     return program[: checks[-1] + 1] if checks else program
 
 
@@ -526,12 +530,12 @@ def _graded_at_place(grading: Grading, program: list[Step], shows: bool = False,
     parts, settings = grading.parts, grading.settings
     with _session(grading, "at-place") as session:
         for step in program:
-            if step.kind == "added":
+            if step.kind == CellKind.ADDED:
                 added_below.update(graded)
             untouched = not session.sent_arguments  # no hidden input has reached this kernel yet
-            if step.kind != "check":
+            if step.kind != CellKind.CHECK:
                 run = session.run_cell(step.source)
-                if run.status != "ok" and untouched and shows:
+                if run.status != CellStatus.OK and untouched and shows:
                     grading.found.cells.append(CellEvent(step.cell_id, step.kind, run.status,
                                                          run.error))
             elif step.cell_id in parts and step.cell_id not in graded:

@@ -27,7 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from autograder.grading.result import NOT_ON_ROSTER
+from autograder.grading.result import NOT_ON_ROSTER, Status
 
 CANVAS = re.compile(
     r"^(?P<name>[^_]+)_(?P<late>LATE_)?(?P<user>\d+)_(?P<submission>\d+)_(?P<upload>.+?)"
@@ -49,7 +49,7 @@ class Identity:
     late: bool = False
     order: tuple = ()  # later submissions sort later
     note: str = ""  # said in the file's row (a collision told apart, a late submission)
-    status: str = "ok"  # or NOT_ON_ROSTER
+    status: Status = Status.OK  # or NOT_ON_ROSTER
 
 
 def _strip_lab_suffix(stem: str, lab_ids: tuple[str, ...]) -> str:

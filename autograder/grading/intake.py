@@ -32,6 +32,7 @@ from autograder.grading.result import (  # noqa: F401
     NOT_A_REGULAR_FILE,
     TOO_LARGE,
     UNKNOWN_LAB,
+    Status,
 )
 
 # The nbgrader cell metadata the grader reads, and the types nbgrader writes.
@@ -57,7 +58,7 @@ class Submission:
     sha256: str
     notebook: nbformat.NotebookNode | None = None
     lab_id: str | None = None
-    status: str = "ok"
+    status: Status = Status.OK  # or why it cannot be graded
     message: str = ""
     notes: list[str] = field(default_factory=list)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from nbformat import NotebookNode
 
 from autograder.labs import Lab, nbgrader_meta, release_cells
-from autograder.grading.result import IntegrityEvent
+from autograder.grading.result import CellKind, IntegrityEvent
 
 # A given cell with this tag only demonstrates (a timing run, a plot of the whole corpus): the
 # grader does not run it, and nothing a graded part needs may be defined in it.
@@ -30,7 +30,7 @@ SUBMIT_TAG = "autograder-submit"
 class Step:
     """One code cell of the program to grade."""
 
-    kind: str  # given | answer | added | check (a part's test cell: grade that part here)
+    kind: CellKind  # given | answer | added | check (a part's test cell: grade that part here)
     source: str
     cell_id: str  # the release's id or grade_id; for added cells the submission's position
     part_of: str | None = None  # for answers: the grade_id of the answer cell
@@ -52,15 +52,17 @@ def _norm(source: str) -> str:
     return re.sub(r"\s+", " ", source).strip()
 
 
-def _role(cell) -> str:
+def _role(cell) -> CellKind | None:
+    """What a release cell is in the program: a part's test cell (a check), an answer cell, a
+    given cell; None for text."""
     meta = nbgrader_meta(cell)
     if meta.get("grade") and cell.cell_type == "code":
-        return "test"
+        return CellKind.CHECK
     if meta.get("solution"):
-        return "answer"
+        return CellKind.ANSWER
     if cell.cell_type == "code":
-        return "given"
-    return "markdown"
+        return CellKind.GIVEN
+    return None
 
 
 class Matching:
@@ -99,7 +101,7 @@ def match_by_ids(m: Matching) -> None:
         if grade_id in by_grade_id and by_grade_id[grade_id] not in m.used:
             m.claim(r, by_grade_id[grade_id])
         elif cell.get("id") in by_id and by_id[cell.get("id")] not in m.used and (
-                _role(cell) == "answer"
+                _role(cell) == CellKind.ANSWER
                 or _norm(m.cells[by_id[cell["id"]]].source) == _norm(cell.source)):
             m.claim(r, by_id[cell["id"]])
 
@@ -111,7 +113,7 @@ def match_by_text(m: Matching) -> None:
         if s not in m.used:
             by_text.setdefault(_norm(cell.source), []).append(s)
     for r, cell in enumerate(m.release):
-        if r in m.matched or _role(cell) == "answer" or not cell.source.strip():
+        if r in m.matched or _role(cell) == CellKind.ANSWER or not cell.source.strip():
             continue
         candidates = [s for s in by_text.get(_norm(cell.source), []) if s not in m.used]
         if candidates:
@@ -122,7 +124,7 @@ def match_answers_by_place(m: Matching) -> None:
     """Pass 3: an answer cell is the most template-like unclaimed cell between its matched
     neighbours; defining the template's function counts for a lot."""
     for r, cell in enumerate(m.release):
-        if r in m.matched or _role(cell) != "answer":
+        if r in m.matched or _role(cell) != CellKind.ANSWER:
             continue
         window = m.unclaimed_between_neighbours(r)
         if not window:
@@ -144,7 +146,8 @@ def match_edited_given_cells(m: Matching) -> None:
     unclaimed code cell between the matched neighbours, if clearly the same cell (it is then
     restored, and the edited copy is not run as a cell of the student's own)."""
     for r, cell in enumerate(m.release):
-        if r in m.matched or _role(cell) not in ("given", "test") or not cell.source.strip():
+        if (r in m.matched or _role(cell) not in (CellKind.GIVEN, CellKind.CHECK)
+                or not cell.source.strip()):
             continue
         window = [s for s in m.unclaimed_between_neighbours(r)
                   if m.cells[s].get("cell_type") == "code"]
@@ -206,7 +209,7 @@ def repair(nb: NotebookNode, lab: Lab) -> Repaired:
             added_after.setdefault(last_release_before, []).append(s)
 
     for s in added_after.get(-1, []):
-        program.append(Step("added", cells[s].source, f"added cell {s + 1}"))
+        program.append(Step(CellKind.ADDED, cells[s].source, f"added cell {s + 1}"))
         note("added", f"cell {s + 1}", ADDED)
     for r, cell in enumerate(release):
         meta = nbgrader_meta(cell)
@@ -217,10 +220,10 @@ def repair(nb: NotebookNode, lab: Lab) -> Repaired:
         # The Submit cell and its helper (autograder/release/submit_cells.py) are never run here:
         # whatever a student did to them costs nothing and is not reported.
         submit_cell = SUBMIT_TAG in (cell.get("metadata", {}).get("tags") or [])
-        if r in moved and role != "markdown" and not submit_cell:
+        if r in moved and role is not None and not submit_cell:
             note("moved", cell_id,
                  "the cell stood elsewhere in the submission; it was run in its released place")
-        if role == "answer":
+        if role == CellKind.ANSWER:
             if mine is None:
                 note("missing", cell_id, "this answer cell was deleted; its part can only pass "
                                          "if the function is defined elsewhere")
@@ -228,8 +231,8 @@ def repair(nb: NotebookNode, lab: Lab) -> Repaired:
                 if mine.get("cell_type") != "code":
                     note("type_changed", cell_id, "the answer cell had been switched to "
                                                   f"{mine.get('cell_type')}; it was run as code")
-                program.append(Step("answer", mine.source, cell_id, part_of=cell_id))
-        elif role in ("given", "test"):
+                program.append(Step(CellKind.ANSWER, mine.source, cell_id, part_of=cell_id))
+        elif role in (CellKind.GIVEN, CellKind.CHECK):
             if submit_cell:
                 pass
             elif mine is None:
@@ -240,14 +243,15 @@ def repair(nb: NotebookNode, lab: Lab) -> Repaired:
             elif mine.get("cell_type") != "code":
                 note("type_changed", cell_id,
                      "the cell had been switched to markdown; it was run as code")
-            if role == "given" and GRADING_SKIP not in cell.get("metadata", {}).get("tags", []):
-                program.append(Step("given", cell.source, cell_id))
-            elif role == "test":
+            skipped = GRADING_SKIP in cell.get("metadata", {}).get("tags", [])
+            if role == CellKind.GIVEN and not skipped:
+                program.append(Step(CellKind.GIVEN, cell.source, cell_id))
+            elif role == CellKind.CHECK:
                 # Each part is graded where its test cell stands, as nbgrader does: a later cell
                 # that redefines a function does not change what this part sees.
                 checks[cell_id] = cell.source
-                program.append(Step("check", cell.source, cell_id))
+                program.append(Step(CellKind.CHECK, cell.source, cell_id))
         for s_added in added_after.get(r, []):
-            program.append(Step("added", cells[s_added].source, f"added cell {s_added + 1}"))
+            program.append(Step(CellKind.ADDED, cells[s_added].source, f"added cell {s_added + 1}"))
             note("added", f"cell {s_added + 1}", ADDED)
     return Repaired(program, checks, report)

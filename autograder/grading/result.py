@@ -12,52 +12,71 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import re
 import types
 import typing
 from dataclasses import dataclass, field
 
-# The status of a row: graded, or why the file was not graded.
-GRADED = "graded"
-GRADER_ERROR = "grader_error"  # a failure of the grader, not of the file
-WORKER_LOST = "worker_lost"  # the process grading the file died or hung, twice
-# what intake found in the file
+from autograder.kernel.errors import CellStatus
+from autograder.strenum import StrEnum
+
+
+class Status(StrEnum):
+    """The status of a row: graded, or why the file was not graded (grades.csv's ``status``, the
+    results' JSON, the ledger, the reports and the LMS exports write its value)."""
+
+    GRADED = "graded"
+    GRADER_ERROR = "grader_error"  # a failure of the grader, not of the file
+    WORKER_LOST = "worker_lost"  # the process grading the file died or hung, twice
+    # what intake found in the file
+    EMPTY = "empty_file"
+    INVALID_JSON = "invalid_json"
+    NOT_A_NOTEBOOK = "not_a_notebook"
+    UNKNOWN_LAB = "unknown_lab"
+    TOO_LARGE = "file_too_large"
+    DUPLICATE = "duplicate"  # a later file of the same student and lab was graded instead
+    NOT_ON_ROSTER = "not_on_roster"
+    NO_NOTEBOOK = "no_notebook"  # Gradescope: the submission holds no notebook, or more than one
+    NOT_A_REGULAR_FILE = "not_a_regular_file"  # a link, a FIFO, a device: never opened
+    MISSING = "missing"  # a roster student with no file for a lab the batch grades
+    # Everything done for the file (decoding, checking, reports included) was still running when
+    # --notebook-timeout (and a short grace) was up: its grading process was ended from outside.
+    OUT_OF_TIME = "out_of_time"
+    # Not a row's status: what intake and the roster check say of a file that may go on to be
+    # graded (``Submission.status``, ``Identity.status``). A result never has it (from_json).
+    OK = "ok"
+
+
+# The statuses by their old names, which the batch, the reports, the service and the LMS exports
+# import: each is the enum member itself.
+GRADED, GRADER_ERROR, WORKER_LOST = Status.GRADED, Status.GRADER_ERROR, Status.WORKER_LOST
 EMPTY, INVALID_JSON, NOT_A_NOTEBOOK, UNKNOWN_LAB, TOO_LARGE = (
-    "empty_file", "invalid_json", "not_a_notebook", "unknown_lab", "file_too_large")
-DUPLICATE = "duplicate"  # a later file of the same student and lab was graded instead
-NOT_ON_ROSTER = "not_on_roster"
-NO_NOTEBOOK = "no_notebook"  # Gradescope: the submission holds no notebook, or more than one
-NOT_A_REGULAR_FILE = "not_a_regular_file"  # a symbolic or hard link, a FIFO, a device: never opened
-MISSING = "missing"  # a roster student with no file for a lab the batch grades
-STATUSES = frozenset(
-    {
-        GRADED,
-        GRADER_ERROR,
-        WORKER_LOST,
-        EMPTY,
-        INVALID_JSON,
-        NOT_A_NOTEBOOK,
-        UNKNOWN_LAB,
-        TOO_LARGE,
-        DUPLICATE,
-        NOT_ON_ROSTER,
-        NO_NOTEBOOK,
-        NOT_A_REGULAR_FILE,
-        MISSING,
-    }
-)
+    Status.EMPTY, Status.INVALID_JSON, Status.NOT_A_NOTEBOOK, Status.UNKNOWN_LAB, Status.TOO_LARGE)
+DUPLICATE, NOT_ON_ROSTER, NO_NOTEBOOK = Status.DUPLICATE, Status.NOT_ON_ROSTER, Status.NO_NOTEBOOK
+NOT_A_REGULAR_FILE, MISSING, OUT_OF_TIME = (
+    Status.NOT_A_REGULAR_FILE, Status.MISSING, Status.OUT_OF_TIME)
+# The statuses a row may have.
+STATUSES = frozenset(Status) - {Status.OK}
 
 
-# Everything done for the file (decoding, checking, reports included) was still running when
-# --notebook-timeout (and a short grace) was up: its grading process was ended from outside.
-OUT_OF_TIME = "out_of_time"
-STATUSES = STATUSES | {OUT_OF_TIME}
+class CellKind(StrEnum):
+    """The kind of a code cell in the program repair builds (``repair.Step``) and of a cell that
+    did not run cleanly (:class:`CellEvent`, in the feedback, Gradescope's and the service's)."""
+
+    GIVEN = "given"  # the release's own code, run as released
+    ANSWER = "answer"  # an answer cell, as the student wrote it
+    ADDED = "added"  # a code cell the student added
+    CHECK = "check"  # a part's test cell: the part is graded here (never a CellEvent's kind)
+    # the feedback run that was skipped: written by graders before one kernel per notebook
+    # (aeaf763), read in old results, never written now
+    FEEDBACK = "feedback"
 
 
 class MalformedResult(ValueError):
     """JSON data that is not a grading result (a damaged or foreign results file)."""
 
 
-class Verdict(str, enum.Enum):
+class Verdict(StrEnum):
     """What a part's hidden tests found: the feedback's words are chosen from it (``verdicts.py``,
     ``grade.Redactor``), never from a message's text."""
 
@@ -108,8 +127,8 @@ class CellEvent:
     shown it."""
 
     cell: str
-    kind: str  # given | answer | added | feedback
-    status: str  # error | timeout | died | skipped
+    kind: CellKind
+    status: CellStatus  # never ok
     error: str = ""
 
 
@@ -133,7 +152,7 @@ class GradeResult:
 
     student_id: str
     file: str
-    status: str = GRADER_ERROR
+    status: Status = Status.GRADER_ERROR
     message: str = ""
     lab: str | None = None
     sha256: str | None = None
@@ -228,9 +247,8 @@ def _decode(kind, value, where: str):
         try:
             return kind(value)
         except ValueError:
-            raise MalformedResult(
-                f"{where}: {str(value)[:40]!r} is not a {kind.__name__}"
-            ) from None
+            words = re.sub(r"(?<!^)(?=[A-Z])", " ", kind.__name__).lower()  # CellKind: cell kind
+            raise MalformedResult(f"{where}: {str(value)[:40]!r} is not a {words}") from None
     # bool is an int to Python but not a number here; an int
     # is a float (kept as it is: 2 stays 2 in grades.csv)
     accepted = {float: (int, float), int: (int,), str: (str,)}[kind]

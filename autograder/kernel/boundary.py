@@ -15,6 +15,7 @@ from pathlib import Path
 
 from autograder.course import Course, current
 from autograder.kernel.errors import IsolationUnavailable
+from autograder.kernel.isolation import Piece, status_pieces
 
 __all__ = [
     "CoursePaths",
@@ -63,18 +64,18 @@ def refused(status: str) -> bool:
 def full_boundary(status: str) -> bool:
     """The whole boundary: Landlock, seccomp, namespaces and a uid or user namespace of its own.
     What a Dask worker or the service must report to take jobs without ``--allow-fence``."""
-    pieces = status.split(" ")[0].split("+")
-    return boundary_mode(status) and "seccomp" in pieces and " (no " not in status
+    return (boundary_mode(status) and Piece.SECCOMP in status_pieces(status)
+            and " (no " not in status)
 
 
 def boundary_mode(status: str) -> bool:
-    return status.startswith("landlock")
+    return status.startswith(Piece.LANDLOCK)
 
 
 def own_uid(status: str) -> bool:
     """Does a kernel of this isolation status run under a uid of its own?"""
-    pieces = status.split(" ")[0].split("+")
-    fence_uid = pieces[0] == "fence" and "uid" in pieces
+    pieces = status_pieces(status)
+    fence_uid = pieces[0] == Piece.FENCE and Piece.UID in pieces
     return os.geteuid() == 0 and (boundary_mode(status) or fence_uid)
 
 

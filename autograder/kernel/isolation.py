@@ -19,13 +19,64 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import enum
 import errno
 import os
 import platform
 import resource
 import struct
 import json
+import sys
 from dataclasses import asdict, dataclass, field, fields, replace
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # autograder/strenum.py's, again: this file may import nothing of autograder
+
+    class StrEnum(str, enum.Enum):
+        def __str__(self) -> str:
+            return str.__str__(self)
+
+        def __format__(self, format_spec: str) -> str:
+            return str.__format__(self, format_spec)
+
+
+class IsolationMode(StrEnum):
+    """What the launcher builds around a kernel (:attr:`LauncherSettings.mode`)."""
+
+    BOUNDARY = "boundary"  # Landlock, namespaces, seccomp, a uid of its own (or a user namespace)
+    FENCE = "fence"  # where the boundary cannot be had: an audit hook, seccomp, a uid of its own
+
+
+class Piece(StrEnum):
+    """The words of an isolation status, what grades.csv's ``isolation`` column says: the pieces a
+    kernel got joined by ``+``, then what it could not have in parentheses. The boundary's status
+    begins with ``landlock-abi<N>`` (:func:`landlock_piece`), the fence's with ``fence``.
+
+    >>> status_pieces("landlock-abi7+netns+pidns+uid+cgroup (no seccomp: ...)")[1:]
+    ['netns', 'pidns', 'uid', 'cgroup']
+    >>> Piece.CGROUP in status_pieces("landlock-abi7+seccomp+netns+pidns+uid+cgroup")
+    True
+    """
+
+    LANDLOCK = "landlock"  # (written landlock-abi<N>)
+    FENCE = "fence"
+    SECCOMP = "seccomp"
+    NETNS = "netns"
+    PIDNS = "pidns"
+    UID = "uid"  # a uid of its own (the grader is root)
+    USERNS = "userns"  # a user namespace instead (the grader is not root)
+    CGROUP = "cgroup"  # memory and processes capped for the kernel and its children together
+
+
+def landlock_piece(abi: int) -> str:
+    """The boundary's first piece: Landlock and its ABI (``landlock-abi7``)."""
+    return f"{Piece.LANDLOCK}-abi{abi}"
+
+
+def status_pieces(status: str) -> list[str]:
+    """The pieces of an isolation status (what it says in parentheses left out)."""
+    return status.split(" ")[0].split("+")
 
 libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -834,7 +885,8 @@ class LauncherSettings:
     (``workspace.Workspace.environment``), sent in the kernel's environment as JSON
     (:meth:`encode`), read back by the launcher (:meth:`decode`, the one reader).
 
-    >>> fence = LauncherSettings("fence", 1 << 30, denied=["/course"], allowed=["/work"])
+    >>> fence = LauncherSettings(IsolationMode.FENCE, 1 << 30, denied=["/course"],
+    ...                          allowed=["/work"])
     >>> LauncherSettings.decode(fence.encode()) == fence
     True
     >>> boundary = fence.with_boundary(workdir="/work", rlimits={"RLIMIT_CORE": 0})
@@ -844,7 +896,7 @@ class LauncherSettings:
 
     VARIABLE = "AUTOGRADER_SANDBOX"  # the environment variable that carries them
 
-    mode: str  # "boundary" (Landlock, namespaces, seccomp) or "fence" (the audit hook)
+    mode: IsolationMode
     memory_bytes: int
     denied: list[str] = field(default_factory=list)  # folders a kernel must never read
     allowed: list[str] = field(default_factory=list)  # the fence's allow-list
@@ -865,7 +917,7 @@ class LauncherSettings:
 
     def with_boundary(self, **settings) -> "LauncherSettings":
         """These settings in boundary mode, with the boundary's own settings."""
-        return replace(self, mode="boundary", **settings)
+        return replace(self, mode=IsolationMode.BOUNDARY, **settings)
 
     def encode(self) -> str:
         return json.dumps(asdict(self))
@@ -877,4 +929,4 @@ class LauncherSettings:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"launcher settings: unknown field(s) {', '.join(unknown)}")
-        return cls(**data)
+        return cls(**{**data, "mode": IsolationMode(data.get("mode"))})

@@ -18,7 +18,8 @@ from autograder.kernel.limits import Limits
 from autograder.kernel.calls import NotebookCalls
 from autograder.kernel.process import Clock, Kernel
 from autograder.kernel.workspace import Workspace
-from autograder.kernel.boundary import CoursePaths, REFUSED, import_folders
+from autograder.kernel.boundary import CoursePaths, REFUSED, boundary_mode, import_folders
+from autograder.kernel.isolation import IsolationMode, Piece, status_pieces
 
 
 @functools.lru_cache(maxsize=None)
@@ -35,7 +36,7 @@ def isolation_status() -> str:
     start says why (its last lines of output). ``AUTOGRADER_ISOLATION=fence`` forces the fence
     (tests).
     """
-    if os.environ.get("AUTOGRADER_ISOLATION") == "fence":
+    if os.environ.get("AUTOGRADER_ISOLATION") == IsolationMode.FENCE:
         return _fence("AUTOGRADER_ISOLATION=fence")
     if not sys.platform.startswith("linux"):
         return _fence(f"no Landlock on {sys.platform}")
@@ -45,7 +46,7 @@ def isolation_status() -> str:
             return _fence(f"no system call table for {platform.machine()}")
         return _fence("this Linux kernel has no Landlock")
     try:
-        applied = _probe(f"landlock-abi{abi}")
+        applied = _probe(isolation.landlock_piece(abi))
     except (
         Exception
     ) as failed:  # KernelDied, CallTimeout, OSError, zmq's errors (a socket path too long)...
@@ -53,12 +54,12 @@ def isolation_status() -> str:
             "the boundary could not be built: "
             + _one_line(f"{type(failed).__name__}: {str(failed).split(' (before that: ')[0]}")
         )
-    if not applied.startswith("landlock"):
+    if not boundary_mode(applied):
         return _fence(f"the boundary could not be built: the probe kernel said {applied!r}")
     cgroups = isolation.create_kernel_cgroups(f"bpe-probe-{os.getpid()}", 1 << 30, 64)
     isolation.remove_cgroups(cgroups)
     pieces, _, missing = applied.partition(" ")
-    return pieces + ("+cgroup" if cgroups else "") + (f" {missing}" if missing else "")
+    return pieces + (f"+{Piece.CGROUP}" if cgroups else "") + (f" {missing}" if missing else "")
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -79,11 +80,11 @@ def _fence(why: str) -> str:
             return (f"fence ({why}; {REFUSED}: a kernel here would run as root, as {closed} is "
                     "closed to other users)")
     try:
-        applied = _probe("fence+uid" if os.geteuid() == 0 else "fence")
+        applied = _probe(f"{Piece.FENCE}+{Piece.UID}" if os.geteuid() == 0 else Piece.FENCE)
     except Exception as failed:
         detail = _one_line(f"{type(failed).__name__}: {failed}", 200)
         return f"fence ({why}; {REFUSED}: the fence's probe kernel failed: {detail})"
-    if not applied.startswith("fence"):
+    if status_pieces(applied)[0] != Piece.FENCE:
         return f"fence ({why}; {REFUSED}: the probe kernel said {applied!r})"
     return f"{applied} ({why})"
 

@@ -21,7 +21,7 @@ import zmq
 from jupyter_client import KernelManager
 
 from autograder.kernel import codec, isolation
-from autograder.kernel.errors import TIME_USED_UP, CallTimeout, KernelDied
+from autograder.kernel.errors import TIME_USED_UP, CallTimeout, CellStatus, KernelDied
 from autograder.kernel.limits import Limits
 from autograder.kernel.workspace import KERNEL_NAME, Workspace
 from autograder.kernel.zygote import ZygoteProvisioner, zygote_enabled
@@ -76,7 +76,7 @@ class Ending(enum.Enum):
 
 @dataclass
 class CellRun:
-    status: str  # ok | error | timeout | died | skipped
+    status: CellStatus
     error: str = ""
     stdout: str = ""
     seconds: float = 0.0
@@ -348,21 +348,22 @@ class Kernel:
         """Run one cell within the cell and notebook limits; remembered for replay if it ran."""
         timeout = min(self.limits.cell_seconds, self.seconds_left)
         if timeout <= 0:
-            return CellRun("skipped", "the notebook's time limit was used up")
+            return CellRun(CellStatus.SKIPPED, "the notebook's time limit was used up")
         started = time.monotonic()
         self.drain_output()
         try:
             content = self.execute(code, timeout=timeout)
         except CallTimeout:
             return CellRun(
-                "timeout",
+                CellStatus.TIMEOUT,
                 f"stopped after {timeout:g} s (time limit)",
                 seconds=time.monotonic() - started,
             )
         except KernelDied as died:
             self.restart()
             return CellRun(
-                "died", f"{died} while running this cell", seconds=time.monotonic() - started
+                CellStatus.DIED, f"{died} while running this cell",
+                seconds=time.monotonic() - started,
             )
         stdout = (
             self.drain_output(until_idle_of=self._last_msg_id)
@@ -373,9 +374,9 @@ class Kernel:
         if content.get("status") == "ok":
             if replay:
                 self._replay.append((code, timeout))
-            return CellRun("ok", stdout=stdout, seconds=seconds)
+            return CellRun(CellStatus.OK, stdout=stdout, seconds=seconds)
         return CellRun(
-            "error",
+            CellStatus.ERROR,
             f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"[:500],
             stdout,
             seconds,

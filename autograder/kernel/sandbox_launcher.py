@@ -164,12 +164,13 @@ def enter_boundary(settings, parent_alive_fd):
         missing.append(f"no seccomp: {error.strerror or error}")
     abi = iso.restrict_filesystem_and_network(landlock_rules(settings, own_proc))
     os.chdir(workdir)
+    piece = iso.Piece
     applied = [
-        f"landlock-abi{abi}",
-        "seccomp" if not missing and _seccomp_mode() in (2, None) else "",
-        "netns",
-        "pidns",
-        "uid" if uid is not None else "userns",
+        iso.landlock_piece(abi),
+        piece.SECCOMP if not missing and _seccomp_mode() in (2, None) else "",
+        piece.NETNS,
+        piece.PIDNS,
+        piece.UID if uid is not None else piece.USERNS,
     ]
     return "+".join(part for part in applied if part) + (
         f" ({'; '.join(missing)})" if missing else ""
@@ -210,23 +211,24 @@ def enter_fence(settings):
     if uid is not None:  # the grader's private files are closed to this uid
         iso.drop_to_user(uid, settings.gid)
     iso.set_no_new_privs()
-    applied = ["fence"]
+    applied = [iso.Piece.FENCE]
     try:
         iso.install_seccomp_filter(fence=True)
-        applied.append("seccomp")
+        applied.append(iso.Piece.SECCOMP)
     except OSError:  # no table for this architecture, or no seccomp: the network stays open
         pass
     if uid is not None:
-        applied.append("uid")
+        applied.append(iso.Piece.UID)
     os.environ[APPLIED] = "+".join(applied)
-    return "seccomp" in applied
+    return iso.Piece.SECCOMP in applied
 
 
 def run_kernel(settings):
     install_fence(settings)
     os.environ.pop("JPY_PARENT_PID", None)  # process 1 has no parent to poll
-    network_closed = settings.mode == "boundary"
-    if settings.mode != "boundary":
+    boundary = settings.mode == autograder_isolation.IsolationMode.BOUNDARY
+    network_closed = boundary
+    if not boundary:
         network_closed = enter_fence(settings)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
@@ -284,7 +286,7 @@ def main():
     settings = autograder_isolation.LauncherSettings.decode(
         os.environ.pop(autograder_isolation.LauncherSettings.VARIABLE)
     )
-    if settings.mode != "boundary":
+    if settings.mode != autograder_isolation.IsolationMode.BOUNDARY:
         run_kernel(settings)
         return
     # jupyter_client interrupts a kernel by signalling its whole process group: the kernel (our

@@ -20,6 +20,7 @@ from autograder.kernel.probe import isolation_status
 from autograder.kernel.errors import (
     TIME_USED_UP,
     CallTimeout,
+    CellStatus,
     IsolationUnavailable,
     KernelDied,
     StudentRaised,
@@ -34,6 +35,7 @@ __all__ = [
     "KernelSession",
     "Limits",
     "CellRun",
+    "CellStatus",
     "CallResults",
     "CallTimeout",
     "KernelDied",
@@ -142,10 +144,10 @@ class KernelSession:
         at once), and a cell stopped at its limit marks the functions it was running."""
         refused = self.calls.hung_in(code)
         if refused:
-            return CellRun("timeout", refused)
+            return CellRun(CellStatus.TIMEOUT, refused)
         self.calls.ran(code)
         run = self.kernel.run_cell(code, replay, capture)
-        if run.status == "timeout" and run.error.startswith("stopped after"):
+        if run.status == CellStatus.TIMEOUT and run.error.startswith("stopped after"):
             self.calls.note_stopped(
                 f"did not finish within {self.kernel.limits.cell_seconds:g} s", code
             )

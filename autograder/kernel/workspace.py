@@ -16,6 +16,7 @@ from pathlib import Path
 from jupyter_client.kernelspec import KernelSpecManager
 
 from autograder.kernel import isolation, tempdirs
+from autograder.kernel.isolation import IsolationMode, Piece, status_pieces
 from autograder.kernel.boundary import (
     PACKAGE_DIR,
     CoursePaths,
@@ -69,7 +70,7 @@ class Workspace:
             isolation.create_kernel_cgroups(
                 private.name, self.limits.memory_bytes, self.limits.processes
             )
-            if "cgroup" in self.isolation
+            if Piece.CGROUP in status_pieces(self.isolation)
             else []
         )
         (private / "root").mkdir()  # where the kernel's own root file system is mounted
@@ -155,7 +156,7 @@ class Workspace:
             allowed.append(self.data_dir)
         env.update(python_environment(course.private))
         settings = isolation.LauncherSettings(
-            mode="boundary" if self.boundary else "fence",
+            mode=IsolationMode.BOUNDARY if self.boundary else IsolationMode.FENCE,
             memory_bytes=self.limits.memory_bytes,
             denied=[str(p) for p in (*course.private, PACKAGE_DIR, *self.denied)],
             allowed=[str(p) for p in allowed],

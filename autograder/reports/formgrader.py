@@ -37,7 +37,7 @@ from autograder.grading.intake import read_submission
 from autograder.grading.names import terminal
 from autograder.labs import get_lab, nbgrader_meta, release_cells
 from autograder.grading.repair import repair
-from autograder.grading.result import GradeResult
+from autograder.grading.result import CellKind, GradeResult, Status
 
 CONFIG_NAME = "nbgrader_config.py"
 CONFIG_MARK = "# Written by the autograder"
@@ -166,12 +166,12 @@ def autograded_notebook(result: GradeResult, notebook: nbformat.NotebookNode,
     lab = get_lab(result.lab)
     release = release_cells(lab.lab_id)
     program = repair(notebook, lab).program
-    answers = {step.cell_id: step.source for step in program if step.kind == "answer"}
+    answers = {step.cell_id: step.source for step in program if step.kind == CellKind.ANSWER}
     # release cell -> code cells the student added after it
     added: dict[str | None, list[str]] = defaultdict(list)
     last = None
     for step in program:
-        if step.kind == "added":
+        if step.kind == CellKind.ADDED:
             added[last].append(step.source)
         else:
             last = step.cell_id
@@ -248,7 +248,7 @@ def _write_notebook(out_dir: Path, result: GradeResult, release_metadata: dict[s
         ) from None
     if (
         submission.sha256 != result.sha256
-        or submission.status != "ok"
+        or submission.status != Status.OK
         or submission.notebook is None  # (never so when the status is ok)
     ):
         raise _Skipped(

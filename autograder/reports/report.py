@@ -14,7 +14,7 @@ from jinja2 import Environment
 
 from autograder.labs import all_labs
 from autograder.grading.names import escaped, file_name, terminal
-from autograder.grading.result import GRADED, MISSING, GradeResult
+from autograder.grading.result import GRADED, MISSING, CellKind, GradeResult
 
 # matplotlib is imported by class_report only, and pandas nowhere: together they take longer to
 # import (1.2 CPU-s) than this module takes to write every report of a small class. A batch
@@ -201,7 +201,7 @@ def adjusted_text(result: GradeResult) -> str:
 def feedback_html(result: GradeResult) -> str:
     labs = all_labs()
     title = f"Feedback: {labs[result.lab].title}" if result.lab in labs else "Feedback"
-    problems = [c for c in result.cells if c.kind != "given"]
+    problems = [c for c in result.cells if c.kind != CellKind.GIVEN]
     return FEEDBACK.render(
         r=result, title=title, file_name=Path(result.file).name, problems=problems, fmt=_fmt
     )

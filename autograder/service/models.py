@@ -22,8 +22,23 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, deferred, mapped_column
 
-# Submission.status
-QUEUED, GRADING, GRADED, ERROR = "queued", "grading", "graded", "error"
+from autograder.strenum import StrEnum
+
+
+class SubmissionStatus(StrEnum):
+    """Where a submission is (``Submission.status``, the API's ``status``, the Submit cell's
+    words); the table holds the value, read back as a plain ``str`` equal to the member."""
+
+    QUEUED = "queued"
+    GRADING = "grading"
+    GRADED = "graded"
+    ERROR = "error"  # finished without a grade: the row's GradeResult says why
+
+
+# the members by the names the service imports
+QUEUED, GRADING, GRADED, ERROR = (
+    SubmissionStatus.QUEUED, SubmissionStatus.GRADING, SubmissionStatus.GRADED,
+    SubmissionStatus.ERROR)
 PENDING = (QUEUED, GRADING)
 # Account.role
 INSTRUCTOR, TA = "instructor", "ta"

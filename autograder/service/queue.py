@@ -311,7 +311,7 @@ def recover_orphans(db: Database) -> list[tuple[int, str]]:
                                   .where(Submission.status == GRADING)).all()
         graders = {grader.id: grader for grader in session.scalars(
             select(Grader).where(Grader.id.in_({claimer for _, claimer in claimed if claimer})))}
-    done = []
+    done: list[tuple[int, str]] = []
     for job_id, claimer in claimed:
         if alive(graders.get(claimer) if claimer is not None else None):
             continue

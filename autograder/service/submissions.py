@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from autograder.grading.intake import read_submission
+from autograder.grading.result import CellKind, Status
 from autograder.service import queue
 from autograder.service.admission import file_too_costly
 from autograder.service.database import Database
@@ -146,9 +147,9 @@ def accept(
     budget_check(db, settings, student_id)
     too_costly = file_too_costly(path)
     if too_costly is not None:
-        raise Refused(422, f"this file cannot be graded: {too_costly}", "not_a_notebook")
+        raise Refused(422, f"this file cannot be graded: {too_costly}", Status.NOT_A_NOTEBOOK)
     intake = read_submission(path, student_id)
-    if intake.status != "ok" or intake.lab_id is None:  # (ok: the lab is known)
+    if intake.status != Status.OK or intake.lab_id is None:  # (ok: the lab is known)
         raise Refused(422, f"this file cannot be graded: {intake.message}", intake.status)
     lab = intake.lab_id
     created = now()
@@ -266,7 +267,7 @@ def describe(session, row: Submission, feedback: bool = True) -> dict:
         data["cells"] = [
             {"cell": cell.cell, "kind": cell.kind, "status": cell.status, "error": cell.error}
             for cell in result.cells
-            if cell.kind != "given"
+            if cell.kind != CellKind.GIVEN
         ]
         if feedback:
             from autograder.reports.report import feedback_html
