@@ -42,6 +42,7 @@ from pathlib import Path
 
 import httpx
 import nbformat
+import psutil
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "submissions"
@@ -402,6 +403,8 @@ def main() -> int:
             # the simulated students yield the cores to the server they load (see the docstring)
             os.nice(10)
             client_cpu = time.process_time()
+            web = psutil.Process(server.pid)
+            web_cpu = sum(web.cpu_times()[:2])
             # 2. load: students x attempts at random moments within the window, each a different lab
             print(
                 f"load: {args.students} students x {args.attempts} submissions within "
@@ -422,6 +425,8 @@ def main() -> int:
                 )
             )
             peak = peak_rss(server.pid)
+            # where the cores went: the web process (intake, attacks) against the gradings
+            web_cpu = sum(web.cpu_times()[:2]) - web_cpu
             results = outcome["results"]
             ids = [item["id"] for item in results]
             waits = [moment(item["graded_at"]) - moment(item["submitted_at"]) for item in results]
@@ -453,6 +458,11 @@ def main() -> int:
                 f"service throughput: {service_rate:.2f} notebooks/s (first submission to last "
                 "result); "
                 f"the simulated students used {time.process_time() - client_cpu:.0f} s of CPU"
+            )
+            print(
+                f"web process CPU during the load {web_cpu:.0f} s; an honest notebook's grading "
+                f"p50 {statistics.median(item['grading_seconds'] or 0 for item in results):.2f} s;"
+                f" load {os.getloadavg()[0]:.1f}"
             )
             errors = [item for item in results if item["status"] != "graded"]
             print(
