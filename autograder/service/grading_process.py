@@ -13,6 +13,7 @@ dashboard).
 """
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import signal
@@ -62,7 +63,43 @@ class Event:
 # grading process and kernel used under IDLE_SHARE of a core over IDLE_SECONDS (an honest grading
 # computes all along).
 OVERCOMMIT = 3
-IDLE_SECONDS, IDLE_SHARE = 10.0, 0.02
+# Judged over a sliding window, looked at about once a second: a sleeper leaves its slot about
+# IDLE_SECONDS after its kernel has started (a window that began at its start would hold the
+# start-up's CPU and make it wait a second window: at a deadline, ten attackers' sleepers then
+# held the four slots for most of the first minute).
+IDLE_SECONDS, IDLE_SHARE, IDLE_LOOK = 5.0, 0.02, 1.0
+
+
+class IdleWatch:
+    """Which jobs sleep or wait: their grading process and its children (the kernel) used under
+    IDLE_SHARE of a core over the last IDLE_SECONDS (or a little more: from the newest look at least
+    that old), looked at about once per IDLE_LOOK.
+
+    >>> watch = IdleWatch()
+    >>> [watch.idle(1, os.getpid(), moment) for moment in (0.0, 4.0)]  # too soon to say
+    [False, False]
+    """
+
+    def __init__(self) -> None:
+        # job -> its looks, oldest first: (when, its CPU seconds then)
+        self.looks: dict[int, collections.deque[tuple[float, float]]] = {}
+
+    def idle(self, job_id: int, pid: int | None, moment: float) -> bool:
+        looks = self.looks.setdefault(job_id, collections.deque())
+        if pid is not None and (not looks or moment - looks[-1][0] >= IDLE_LOOK):
+            try:
+                process = psutil.Process(pid)
+                used = sum(sum(p.cpu_times()[:2])
+                           for p in [process, *process.children(recursive=True)])
+            except psutil.Error:
+                return False
+            looks.append((moment, used))
+        while len(looks) > 1 and moment - looks[1][0] >= IDLE_SECONDS:
+            looks.popleft()  # the window's start: the newest look at least IDLE_SECONDS old
+        if len(looks) < 2 or moment - looks[0][0] < IDLE_SECONDS:
+            return False
+        (then, first), (_, last) = looks[0], looks[-1]
+        return last - first < IDLE_SHARE * (moment - then)
 
 
 class LocalRunner:
@@ -88,8 +125,7 @@ class LocalRunner:
         self.started: dict[int, float] = {}
         self.long_seconds = long_seconds
         self.pids: dict[int, int] = {}
-        # job -> (when, its CPU seconds then, idle over the look before)
-        self.cpu: dict[int, tuple[float, float, bool]] = {}
+        self.idle = IdleWatch()
 
     def free(self) -> int:
         """Slots free now: ``size``, less the jobs graded for less than ``long_seconds`` and not
@@ -101,19 +137,7 @@ class LocalRunner:
         return self.pool.free()
 
     def _idle(self, job_id: int, moment: float) -> bool:
-        """Did the job's grading process, with its kernel, use almost no CPU over its last
-        IDLE_SECONDS? (Looked at once per IDLE_SECONDS.)"""
-        since, first, idle = self.cpu.get(job_id, (float("-inf"), 0.0, False))
-        if moment - since < IDLE_SECONDS or job_id not in self.pids:
-            return idle
-        try:
-            process = psutil.Process(self.pids[job_id])
-            used = sum(sum(p.cpu_times()[:2]) for p in [process, *process.children(recursive=True)])
-        except psutil.Error:
-            return False
-        idle = since > float("-inf") and used - first < IDLE_SHARE * (moment - since)
-        self.cpu[job_id] = (moment, used, idle)
-        return idle
+        return self.idle.idle(job_id, self.pids.get(job_id), moment)
 
     def start(self, job: queue.Job, settings) -> int | None:
         args = NotebookJob(job.notebook, job.file_name, job.student_id, settings)
@@ -127,7 +151,7 @@ class LocalRunner:
         events = []
         for event in self.pool.wait(timeout, wake):
             job = self.jobs.pop(event.job.id)
-            for known in (self.started, self.pids, self.cpu):
+            for known in (self.started, self.pids, self.idle.looks):
                 known.pop(event.job.id, None)
             if event.outcome is Outcome.DONE:
                 events.append(Event(job, result=cast(GradeResult, event.result)))
@@ -153,7 +177,8 @@ class LocalRunner:
         """End every grading process; returns the jobs they were grading."""
         self.pool.close()
         jobs = list(self.jobs.values())
-        self.jobs, self.started, self.pids, self.cpu = {}, {}, {}, {}
+        self.jobs, self.started, self.pids = {}, {}, {}
+        self.idle = IdleWatch()
         return jobs
 
 

@@ -9,6 +9,7 @@ import sys
 import time
 from datetime import timedelta
 
+import psutil
 import pytest
 
 from autograder.grading.result import GradeResult, PartScore
@@ -183,3 +184,49 @@ def test_health_says_503_while_no_dask_worker_can_grade_and_200_once_one_joins(t
             assert code == 200 and body["workers"] == 1
         finally:
             server.stop()
+
+
+def _child(code: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_a_sleeping_job_leaves_its_slot_five_seconds_after_its_start_up():
+    """The idle window slides: a notebook that computes at its start (a kernel starting) and then
+    sleeps is idle once 5 s of looks lie after its start-up, not a whole second window later (at a
+    deadline, ten attackers' sleepers held the four slots for most of the first minute). The
+    moments are the watch's own; the CPU seconds are the child's, measured."""
+    from autograder.service.grading_process import IDLE_SECONDS, IdleWatch
+
+    starts_then_sleeps = _child(
+        "import time\nstart = time.process_time()\n"
+        "while time.process_time() - start < 0.5: pass\ntime.sleep(120)"
+    )
+    try:
+        watch = IdleWatch()
+        assert watch.idle(1, starts_then_sleeps.pid, 0.0) is False
+        child = psutil.Process(starts_then_sleeps.pid)
+        while sum(child.cpu_times()[:2]) < 0.5:  # its start-up, however busy the machine
+            time.sleep(0.05)
+        time.sleep(0.2)
+        seen = [watch.idle(1, starts_then_sleeps.pid, moment) for moment in range(1, 7)]
+        # at 5 the window still holds the start-up (from the look at 0); at 6 it starts at 1
+        assert IDLE_SECONDS == 5.0 and seen == [False, False, False, False, False, True]
+    finally:
+        starts_then_sleeps.kill()
+        starts_then_sleeps.wait()
+
+
+def test_a_computing_job_is_never_idle():
+    from autograder.service.grading_process import IdleWatch
+
+    computes = _child("while True: pass")
+    try:
+        watch = IdleWatch()
+        seen = []
+        for moment in range(0, 8):
+            seen.append(watch.idle(2, computes.pid, float(moment)))
+            time.sleep(0.3)  # real time, for real CPU seconds: 2% of 5 s is 0.1 s
+        assert seen == [False] * 8
+    finally:
+        computes.kill()
+        computes.wait()
