@@ -30,7 +30,7 @@ import regex
 PRETOKENS, WORDS, MERGES, TRAIN_MULTIPLE = 6000, 40, 60, 10
 # Greek: no word of a hidden case can be mistaken for the text of a message
 LETTERS = "αβγδεζηθικλμνξ"
-ENCODE_MERGES, ENCODE_WORDS, ENCODE_PASSES, ENCODE_MULTIPLE = 2000, 1500, 5, 8
+ENCODE_MERGES, ENCODE_WORDS, ENCODE_PASSES, ENCODE_MULTIPLE = 2000, 1500, 5, 10
 
 
 def speed_text(seed):
