@@ -159,22 +159,17 @@ async def attacker(
     bomb = nested_empty_lists(int(19.5 * MB))
     notebooks = {prefix: sleeping(examples_of(prefix)[0], sleep) for prefix in ATTACKED}
 
+    async def one_bomb() -> str:
+        try:  # past the rate, the server answers and closes the connection unread
+            answer = await client.post("/api/v1/submissions", headers=headers,
+                                       files={"notebook": ("lists.ipynb", bomb)})
+            return f"bomb {answer.status_code}"
+        except httpx.TransportError:
+            return "bomb closed"
+
     async def bombs():
         while time.monotonic() < until:
-            answers = await asyncio.gather(
-                *(
-                    call(
-                        client,
-                        "POST",
-                        "/api/v1/submissions",
-                        outcome,
-                        headers=headers,
-                        files={"notebook": ("lists.ipynb", bomb)},
-                    )
-                    for _ in range(3)
-                )
-            )
-            outcome["attacks"].extend(f"bomb {answer.status_code}" for answer in answers)
+            outcome["attacks"].extend(await asyncio.gather(*(one_bomb() for _ in range(3))))
             await asyncio.sleep(5)
 
     async def sleepers():
