@@ -19,7 +19,7 @@ from sqlalchemy.orm import undefer
 from starlette.datastructures import UploadFile
 
 from autograder.service import queue
-from autograder.service.admission import LARGE, Admission, Busy
+from autograder.service.admission import Admission, Busy
 from autograder.service.auth import Principal
 from autograder.service.database import Database
 from autograder.service.dependencies import DB, Admit, ApiStudent, Settings, Wake
@@ -54,8 +54,7 @@ def unauthorized() -> JSONResponse:
 
 def _refusal(
     db: Database, settings: ServiceSettings, admission: Admission, principal: Principal
-) -> tuple[JSONResponse | None, bool]:
-    """The refusal, if any, and whether it is for refusals alone at the rate."""
+) -> JSONResponse | None:
     over = admission.over_rate(principal.id)
     if over is not None:
         count, allowed, retry = over
@@ -68,14 +67,14 @@ def _refusal(
             {"Retry-After": str(retry)},
             retry_after=retry,
             next_allowed_at=allowed.isoformat() + "Z",
-        ), True
+        )
     try:
         budget_check(db, settings, principal.id)
     except Refused as refused:
         return error(
             refused.status_code, refused.detail, refused.word, refused.headers, **refused.extra
-        ), False
-    return None, False
+        )
+    return None
 
 
 async def refused_before_reading(
@@ -87,17 +86,9 @@ async def refused_before_reading(
 ) -> JSONResponse | None:
     """The answer to an upload refused before a byte of its body is parsed (the student's refused
     uploads are at the rate, or their grading time for the hour is used), else None. The body is
-    drained unparsed, so that the client reads the answer; but once a student's refusals alone
-    are at the rate (an attacker's pattern: an honest student is refused once, reads why, and
-    waits), a body over ``LARGE`` is not read at all: the answer closes the connection. Draining
-    an attacker's 19.5 MB files, sent again as fast as they were answered, cost the web process
-    half a core at a deadline."""
-    refusal, at_rate = await run_in_threadpool(_refusal, db, settings, admission, principal)
+    drained unparsed, so that the client reads the answer."""
+    refusal = await run_in_threadpool(_refusal, db, settings, admission, principal)
     if refusal is not None:
-        declared = request.headers.get("content-length", "")
-        if at_rate and not (declared.isdigit() and int(declared) <= LARGE):
-            refusal.headers["Connection"] = "close"
-            return refusal
         async for _ in request.stream():
             pass
     return refusal
