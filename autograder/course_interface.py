@@ -48,6 +48,7 @@ __all__ = [
     "student_error",
     "timed_call",
     "timed_call_within",
+    "cpu_timed_call_within",
 ]
 
 
@@ -83,6 +84,10 @@ class GraderFunction(abc.ABC):
     @abc.abstractmethod
     def timed_call_within(self, seconds: float, *args: Any, **kwargs: Any) -> TimedCall:
         """:meth:`timed_call` cut at ``seconds``; see :func:`timed_call_within`."""
+
+    @abc.abstractmethod
+    def cpu_timed_call_within(self, seconds: float, *args: Any, **kwargs: Any) -> TimedCall:
+        """The call's CPU time, cut at ``seconds``; see :func:`cpu_timed_call_within`."""
 
 
 def call_each(
@@ -150,6 +155,26 @@ def timed_call_within(function: Callable, seconds: float, *args: Any, **kwargs: 
     if isinstance(function, GraderFunction):
         return function.timed_call_within(seconds, *args, **kwargs)
     return timed_call(function, seconds, *args, **kwargs)
+
+
+def cpu_timed_call_within(function: Callable, seconds: float, *args: Any, **kwargs: Any
+                          ) -> TimedCall:
+    """:func:`timed_call_within`, but the seconds are the **CPU time** the call used, not the time
+    on a clock: what a speed verdict compares with a unit of work timed the same way
+    (``time.thread_time``), so that a busy machine, which slows every clock, moves neither. Against
+    a student's function in the grader: the CPU time of the kernel's processes during the call
+    (read by the grader from /proc: nothing in the kernel can change it; waiting for a stand-in's
+    answer uses none), cut at ``seconds`` on the clock (give the cut room for a busy machine).
+    Outside the grader: the plain call, its ``time.process_time``.
+
+    >>> cpu_timed_call_within(sum, 1.0, range(10**6)).seconds < 1.0
+    True
+    """
+    if isinstance(function, GraderFunction):
+        return function.cpu_timed_call_within(seconds, *args, **kwargs)
+    started = time.process_time()
+    result = function(*args, **kwargs)
+    return TimedCall(result, time.process_time() - started, [])
 
 
 @dataclass(frozen=True)

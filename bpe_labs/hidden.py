@@ -15,10 +15,12 @@ import time
 
 # What the engine gives hidden tests (autograder/course_interface.py): the same helpers work on a
 # student's function in the grader and on a plain function (nbval, the student's own kernel).
-from autograder.course_interface import (TooSlow, call_each, call_with_time_limit, report_as,
-                                         timed_call, timed_call_within)
+from autograder.course_interface import (TooSlow, call_each, call_with_time_limit,
+                                         cpu_timed_call_within, report_as, timed_call,
+                                         timed_call_within)
 
-__all__ = ["call_each", "call_with_time_limit", "timed_call", "timed_call_within", "reported_as",
+__all__ = ["call_each", "call_with_time_limit", "timed_call", "timed_call_within",
+           "cpu_timed_call_within", "reported_as",
            "assert_fast_enough",
            "allowed_for_stand_ins", "STAND_IN_ROUND_TRIP", "random_word_counts", "reference_answer",
            "reference_seconds"]

@@ -12,14 +12,24 @@ import inspect
 import pytest
 
 from autograder.labs import HIDDEN_TESTS, get_lab, nbgrader_meta
-from bpe_labs import speed, speed_bpe_tokenizer, speed_fast_bpe
+from bpe_labs import speed, speed_africa_galore, speed_bpe_tokenizer, speed_fast_bpe
 
 MEASURE = {"_times_the_unit": speed.times_the_unit}
-MEASURE_NUMBERS = {"_SPEED_ROUNDS": (speed, "ROUNDS"), "_SPEED_CLEAR": (speed, "CLEAR")}
+MEASURE_NUMBERS = {"_SPEED_ROUNDS": (speed, "ROUNDS"), "_SPEED_CLEAR": (speed, "CLEAR"),
+                   "_SPEED_CUT_ROOM": (speed, "CUT_ROOM")}
 
 # lab -> the check's copies (its name -> the module's function), its numbers (its name -> the
 # module and the name there)
 COPIES = {
+    "africa_galore": (
+        {**MEASURE, "_speed_corpus": speed_africa_galore.speed_corpus,
+         "_count_words": speed_africa_galore.count_words},
+        {**MEASURE_NUMBERS,
+         **{copy: (speed_africa_galore, name) for copy, name in [
+             ("_AFRICA_WORDS", "WORDS"), ("_AFRICA_DISTINCT", "DISTINCT"),
+             ("_AFRICA_MERGES", "MERGES"), ("_AFRICA_MULTIPLE", "MULTIPLE"),
+             ("_AFRICA_LETTERS", "LETTERS")]}},
+    ),
     "bpe_tokenizer": (
         {**MEASURE, "_speed_text": speed_bpe_tokenizer.speed_text,
          "_one_pass": speed_bpe_tokenizer.one_pass,
@@ -46,6 +56,11 @@ COPIES = {
 LAB7_IMPORTS = ("from bpe_labs import speed_bpe_tokenizer as hidden_speed",
                 "from bpe_labs.speed import times_the_unit as hidden_times_the_unit")
 HIDDEN = {
+    ("africa_galore", "learn_fast"): (
+        "_times_the_unit(", "_speed.speed_corpus(", "_speed.count_words(", "_speed.MERGES",
+        "_speed.MULTIPLE)", "cpu_timed_call_within(",
+        "from bpe_labs import speed_africa_galore as _speed",
+        "from bpe_labs.speed import times_the_unit as _times_the_unit"),
     ("bpe_tokenizer", "train_bpe"): ("hidden_times_the_unit(", "hidden_speed.one_pass(",
                                      "hidden_speed.speed_text(", "hidden_speed.TRAIN_MULTIPLE",
                                      "256 + 1 + hidden_speed.MERGES", *LAB7_IMPORTS),
@@ -60,6 +75,8 @@ HIDDEN = {
 }
 # part -> what its visible check must call (the check function's source)
 CHECKED = {
+    ("africa_galore", "check_learn_fast"): ("_times_the_unit(", "_speed_corpus(", "_count_words(",
+                                            "_AFRICA_MERGES", "_AFRICA_MULTIPLE)"),
     ("bpe_tokenizer", "check_train"): ("_times_the_unit(", "_speed_text(", "_one_pass(",
                                        "_TRAIN_MULTIPLE)", "256 + 1 + _SPEED_MERGES"),
     ("bpe_tokenizer", "check_encode"): ("_times_the_unit(", "_encode_case(", "_passes_over(",

@@ -66,6 +66,17 @@ class StudentFunction(GraderFunction):
         ``timed_call_within`` helper calls."""
         return self._timed(seconds, False, args, kwargs)
 
+    def cpu_timed_call_within(self, seconds: float, *args, **kwargs) -> TimedCall:
+        """One call cut at ``seconds``: its result, the CPU time the kernel's processes used
+        meanwhile (read from /proc by this process), and its stand-ins' round trips. What a course's
+        ``cpu_timed_call_within`` helper calls."""
+        before = self.session.kernel_cpu_seconds()
+        timed = self._timed(seconds, False, args, kwargs)
+        after = self.session.kernel_cpu_seconds()
+        if before is None or after is None:  # the kernel's processes unknown: the clock's time
+            return timed
+        return TimedCall(timed.result, max(after - before, 0.0), timed.round_trips)
+
     def _timed(self, seconds: float, at_least_usual: bool, args: tuple, kwargs: dict) -> TimedCall:
         first, service = len(STAND_INS.answers), STAND_INS.seconds
         started = time.perf_counter()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import psutil
 import zmq
 from jupyter_client import KernelManager
 
@@ -204,6 +205,27 @@ class Kernel:
             f"_s.modules[{CODEC_MODULE!r}] = _m\ndel _s, _t, _m\n"
         )
         self.execute(code, timeout=30, silent=True)
+
+    def cpu_seconds(self) -> float | None:
+        """The CPU time the kernel's processes have used so far: the launcher's, every process
+        under it (the kernel and whatever the student's code started), and those already ended
+        and waited for. Read by this process from /proc, so that nothing in the kernel can change
+        it (a speed verdict's measure: load slows the clock, not the CPU time). None when the
+        kernel's process is not known or gone."""
+        pid = getattr(getattr(self.km, "provisioner", None), "pid", None)
+        if not isinstance(pid, int):
+            return None
+        try:
+            leader = psutil.Process(pid)
+            tree = [leader, *leader.children(recursive=True)]
+        except psutil.Error:
+            return None
+        used = 0.0
+        for process in tree:
+            with contextlib.suppress(psutil.Error):
+                times = process.cpu_times()
+                used += times.user + times.system + times.children_user + times.children_system
+        return used
 
     # -- the end of a kernel process, and of the life ------------------------------------------
     @staticmethod

@@ -119,6 +119,10 @@ class KernelSession:
     def restarts(self) -> int:
         return self.kernel.restarts
 
+    def kernel_cpu_seconds(self) -> float | None:
+        """The CPU time the kernel's processes have used so far (see ``Kernel.cpu_seconds``)."""
+        return self.kernel.cpu_seconds()
+
     @property
     def sent_arguments(self) -> list:
         return self.calls.sent_arguments
