@@ -185,7 +185,7 @@ CASES = [
         ("learn_fast",),
         visible={"learn_fast": "❌ Right merges, but learn_bpe_fast took"},
         message={
-            "learn_fast": "the reference's time, measured in this grading run; the limit is 10×"
+            "learn_fast": "counting the words once, measured in this grading run; the limit is 10×"
         },
     ),
     # ny_constitution
