@@ -1,5 +1,5 @@
-"""What one stand-in call costs: the round trip a timed hidden test allows for
-(bpe_labs.hidden.STAND_IN_ROUND_TRIP).
+"""What one stand-in call costs: the round trip a timed hidden test's cut on the clock allows for
+(20 ms each, africa_galore's learn_fast).
 
 A stand-in asks the grader over the kernel's stdin channel and waits for the reference's answer
 (autograder/grading/stand_ins.py). This script places a stand-in for a merge function in a real

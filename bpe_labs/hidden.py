@@ -22,27 +22,8 @@ from autograder.course_interface import (TooSlow, call_each, call_with_time_limi
 __all__ = ["call_each", "call_with_time_limit", "timed_call", "timed_call_within",
            "cpu_timed_call_within", "cpu_allowed_for_stand_ins", "reported_as",
            "assert_fast_enough",
-           "allowed_for_stand_ins", "STAND_IN_ROUND_TRIP", "random_word_counts", "reference_answer",
+           "random_word_counts", "reference_answer",
            "reference_seconds"]
-
-
-# The most one stand-in's round trip (the kernel asks, the grader answers) may take off a timed
-# call: 1 to 7 ms were measured on a 2-core machine at load 1 to 8, 10 to 20 ms at load 25. A
-# throw-away stand-in call buys at most this, minus its own cost; a check counts at most as many as
-# the task allows.
-# stand-in call buys at most this, minus its own cost;
-# a check counts at most as many as the task allows.
-STAND_IN_ROUND_TRIP = 0.010
-
-
-def allowed_for_stand_ins(round_trips: list[float], at_most: int) -> float:
-    """What a timed call's stand-in round trips take off its time: each up to
-    ``STAND_IN_ROUND_TRIP``, the first ``at_most`` of them.
-
-    >>> allowed_for_stand_ins([0.002, 0.5, 0.003], 2)
-    0.012
-    """
-    return sum(min(trip, STAND_IN_ROUND_TRIP) for trip in round_trips[:at_most])
 
 
 # What one stand-in call costs the kernel's CPU (sending the request, reading the answer): 0.4 ms
