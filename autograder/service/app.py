@@ -25,6 +25,7 @@ from autograder.service.database import Database
 from autograder.service.dependencies import SignInFirst, Unauthorized
 from autograder.service.routes.pages import PAGE_POLICY
 from autograder.service.settings import ServiceSettings
+from autograder.service.holds import Holds
 from autograder.service.signin_limits import SignInLimits
 from autograder.service.uploads import TooLarge, UploadCap, too_large_message
 
@@ -191,6 +192,7 @@ def create_app(settings: ServiceSettings, grade: bool = True) -> FastAPI:
         lti,
     )
     app.state.signin_limits = SignInLimits()
+    app.state.holds = Holds(settings.hold_refusals)
     app.state.admission = Admission(settings.rate_limit, settings.rate_window)
     app.state.wake = keeper.wake if keeper is not None else (lambda: None)
     # Pluggable sign-in: who a request is from. An LTI launch route adds nothing here: it starts a

@@ -119,6 +119,7 @@ def settings_from(args):
         rate_window=window,
         grading_budget=args.grading_budget * 60,
         long_job_seconds=args.long_job_seconds,
+        hold_refusals=args.hold_refusals,
         deadlines=deadlines,
         counted=args.counted,
         workers=args.workers,
@@ -461,6 +462,15 @@ def add_commands(commands, course) -> None:
         help="a notebook graded this long (or idle for 5 s: sleeping, waiting) no longer holds "
              "one of the --workers slots: another grading process starts beside it (up to 3 times "
              "--workers such; default 60)",
+    )
+    serve.add_argument(
+        "--hold-refusals",
+        type=float,
+        default=3,
+        metavar="SECONDS",
+        help="a sign-in past its limits, or an upload past the student's rate or grading budget, "
+             "is answered 429 after this many seconds (at most its Retry-After; default 3; 0: at "
+             "once): a script that sends again as soon as it is answered is slowed at no cost",
     )
     serve.add_argument(
         "--deadline",

@@ -18,6 +18,7 @@ from pylti1p3.tool_config import ToolConfDict
 from autograder.service.admission import Admission
 from autograder.service.auth import Principal, identify
 from autograder.service.database import Database
+from autograder.service.holds import Holds
 from autograder.service.settings import ServiceSettings
 from autograder.service.signin_limits import SignInLimits
 
@@ -60,6 +61,12 @@ def signin_limits(request: Request) -> SignInLimits:
     return request.app.state.signin_limits
 
 
+def holds(request: Request) -> Holds:
+    """The refusals answered slowly (429s from memory: sign-ins past their limits, uploads past the
+    rate)."""
+    return request.app.state.holds
+
+
 def admission(request: Request) -> Admission:
     """Who may upload now, and how many of their uploads were refused (checked before a parse)."""
     return request.app.state.admission
@@ -72,6 +79,7 @@ def lti_tool(request: Request) -> ToolConfDict:
 
 DB = Annotated[Database, Depends(database)]
 Admit = Annotated[Admission, Depends(admission)]
+Held = Annotated[Holds, Depends(holds)]
 LtiTool = Annotated[ToolConfDict, Depends(lti_tool)]
 Limits = Annotated[SignInLimits, Depends(signin_limits)]
 Settings = Annotated[ServiceSettings, Depends(settings)]

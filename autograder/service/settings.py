@@ -55,6 +55,8 @@ class ServiceSettings:
     grading_budget: float = 20 * 60.0
     # a local job graded this long no longer holds a slot (grader.LocalRunner)
     long_job_seconds: float = 60.0
+    # seconds a refusal answered from memory is held before it is sent (holds.py); 0: none
+    hold_refusals: float = 3.0
     deadlines: dict[str, Deadline] = field(default_factory=dict)
     counted: str = "last"  # the attempt that counts: the last graded, or the best
     workers: int = 2  # local grading processes (serve --workers: limits.default_workers())

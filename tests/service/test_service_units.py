@@ -230,3 +230,44 @@ def test_a_computing_job_is_never_idle():
     finally:
         computes.kill()
         computes.wait()
+
+
+def test_queue_places_are_computed_once_a_second_and_a_new_job_is_placed_at_once(
+    tmp_path, monkeypatch
+):
+    """At a deadline every waiting student's poll asks its place: the order (the whole queue and
+    everyone's recent grading time) is computed at most once per PLACES_FRESH per database, not
+    per poll; a job newer than the kept order gets a new one."""
+    from autograder.service import queue
+    from autograder.service.models import QUEUED
+
+    db = Database(str(tmp_path / "service.db"))
+    db.migrate()
+    computed = []
+    order = queue._order
+    monkeypatch.setattr(queue, "_order", lambda session: computed.append(1) or order(session))
+    monkeypatch.setattr(queue, "PLACES_FRESH", 600.0)  # kept throughout, however slow the machine
+
+    def queued(number: int, student: str) -> Submission:
+        return Submission(id=number, student_id=student, lab="toy_bpe", file_name="t.ipynb",
+                          sha256="0", size=1, notebook=b"{}", created_at=now(), late=False,
+                          status=QUEUED, priority=0, pending_key=f"{student}/{number}", claims=0,
+                          regrades=0)
+
+    with db.writing() as session:
+        session.add_all([Student(student_id=s, added_at=now()) for s in ("a", "b", "c")])
+        session.flush()
+        session.add_all([queued(1, "a"), queued(2, "b")])
+    with db.reading() as session:
+        rows = [session.get(Submission, number) for number in (1, 2)]
+        places = [queue.position(session, row) for _ in range(50) for row in rows]
+    assert places == [1, 2] * 50 and len(computed) == 1, len(computed)
+    with db.writing() as session:
+        session.add(queued(3, "c"))
+    with db.reading() as session:
+        assert queue.position(session, session.get(Submission, 3)) == 3 and len(computed) == 2
+        assert queue.position(session, session.get(Submission, 1)) == 1 and len(computed) == 2
+    monkeypatch.setattr(queue, "PLACES_FRESH", 0.0)  # kept no longer: computed again
+    with db.reading() as session:
+        assert queue.position(session, session.get(Submission, 2)) == 2 and len(computed) == 3
+    db.close()

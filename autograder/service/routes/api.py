@@ -19,10 +19,11 @@ from sqlalchemy.orm import undefer
 from starlette.datastructures import UploadFile
 
 from autograder.service import queue
-from autograder.service.admission import Admission, Busy
+from autograder.service.admission import LARGE, Admission, Busy
 from autograder.service.auth import Principal
 from autograder.service.database import Database
-from autograder.service.dependencies import DB, Admit, ApiStudent, Settings, Wake
+from autograder.service.dependencies import DB, Admit, ApiStudent, Held, Settings, Wake
+from autograder.service.holds import HELD_PER_STUDENT, Holds
 from autograder.service.models import PENDING, Submission
 from autograder.service.results import attempts
 from autograder.service.schemas import Health, Queued, Status, SubmissionSummary, problems
@@ -82,15 +83,25 @@ async def refused_before_reading(
     db: Database,
     settings: ServiceSettings,
     admission: Admission,
+    holds: Holds,
     principal: Principal,
 ) -> JSONResponse | None:
     """The answer to an upload refused before a byte of its body is parsed (the student's refused
-    uploads are at the rate, or their grading time for the hour is used), else None. The body is
-    drained unparsed, so that the client reads the answer."""
+    uploads are at the rate, or their grading time for the hour is used), else None. The answer is
+    held first (holds.py: the body waits unread, its sender stalled), then the body is drained
+    unparsed, so that the client reads the answer; when the student already has all the answers
+    they may held, it goes at once and closes the connection, the body unread."""
     refusal = await run_in_threadpool(_refusal, db, settings, admission, principal)
     if refusal is not None:
-        async for _ in request.stream():
-            pass
+        retry = refusal.headers.get("retry-after", "0")
+        wait = float(retry) if retry.isdigit() else 0
+        declared = request.headers.get("content-length", "")
+        small = declared.isdigit() and int(declared) <= LARGE
+        if await holds.hold(f"student:{principal.id}", wait, HELD_PER_STUDENT) and small:
+            async for _ in request.stream():
+                pass
+        else:
+            refusal.headers["Connection"] = "close"
     return refusal
 
 
@@ -114,8 +125,9 @@ async def receive_notebook(
                     admission.refused_times(principal.id),
                 )
             except Refused as refused:
-                if refused.word != "rate_limited":  # it cost a parse: it counts against the rate
-                    admission.refused(principal.id)
+                # it cost a parse: it counts against the rate, a lab's own rate too (else a
+                # student at a lab's rate, sending again, is parsed and refused forever unheld)
+                admission.refused(principal.id)
                 return error(
                     refused.status_code, refused.detail, refused.word, refused.headers,
                     **refused.extra,
@@ -163,9 +175,9 @@ async def receive_notebook(
 )
 async def submit(
     request: Request, principal: ApiStudent, db: DB, settings: Settings, wake: Wake,
-    admission: Admit,
+    admission: Admit, holds: Held,
 ):
-    refused = await refused_before_reading(request, db, settings, admission, principal)
+    refused = await refused_before_reading(request, db, settings, admission, holds, principal)
     if refused is not None:
         return refused
     async with request.form(max_files=1, max_fields=10) as form:

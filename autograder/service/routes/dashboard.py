@@ -21,7 +21,7 @@ from autograder.reports.report import class_report, feedback_html
 from autograder.service import queue, tokens
 from autograder.service.auth import SESSION_COOKIE, csrf_ok, set_cookie, start_session
 from autograder.service.database import Database
-from autograder.service.dependencies import DB, Limits, Scratch, Settings, Staff, Wake
+from autograder.service.dependencies import DB, Held, Limits, Scratch, Settings, Staff, Wake
 from autograder.service.models import INSTRUCTOR, PENDING, Student, Submission
 from autograder.service.results import (
     attempts,
@@ -36,6 +36,7 @@ from autograder.service.routes.pages import (
     FORGED,
     address,
     feedback_page,
+    held,
     render,
     see_other,
     signin_form,
@@ -58,14 +59,16 @@ def _text_field(form, name: str) -> str | None:
 
 
 @router.post("/signin")
-async def sign_in(request: Request, db: DB, settings: Settings, limits: Limits):
+async def sign_in(request: Request, db: DB, settings: Settings, limits: Limits, holds: Held):
     form = await request.form(max_files=0, max_fields=5)
     if not csrf_ok(request, form.get("csrf"), None):
         return signin_form(request, "dashboard_signin.html", 403, message=FORGED)
     name, where = str(form.get("username") or ""), address(request)
     wait = limits.wait(account=name, address=where)
     if wait:
-        return too_many(request, "dashboard_signin.html", wait)
+        return await held(
+            holds, where, too_many(request, "dashboard_signin.html", wait), wait
+        )
 
     def check():
         with db.reading() as session:

@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from fastapi import Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from autograder.course import current
 from autograder.service.auth import CSRF_COOKIE, Principal, anonymous_csrf, set_cookie
 from autograder.service.dependencies import templates
+from autograder.service.holds import HELD_PER_ADDRESS, Holds
 
 # Pages run no script at all; the feedback page is shown sandboxed, as a document of its own origin.
 PAGE_POLICY = (
@@ -54,6 +55,14 @@ def too_many(request: Request, template: str, wait: int) -> HTMLResponse:
         message=f"Too many failed sign-ins from here or for this account: try again in {wait} s.",
     )
     response.headers["Retry-After"] = str(wait)
+    return response
+
+
+async def held(holds: Holds, where: str | None, response: Response, retry_after: float) -> Response:
+    """A sign-in form's refusal, after its hold (holds.py); when the address or the process holds
+    all it may, at once, closing its connection."""
+    if not await holds.hold(f"address:{where}", retry_after, HELD_PER_ADDRESS):
+        response.headers["Connection"] = "close"
     return response
 
 

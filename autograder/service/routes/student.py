@@ -23,6 +23,7 @@ from autograder.service.database import Database
 from autograder.service.dependencies import (
     DB,
     Admit,
+    Held,
     Limits,
     Settings,
     Visitor,
@@ -36,6 +37,7 @@ from autograder.service.routes.pages import (
     FORGED,
     address,
     feedback_page,
+    held,
     render,
     see_other,
     signin_form,
@@ -55,14 +57,14 @@ def home(request: Request, principal: Visitor):
 
 
 @router.post("/signin")
-async def sign_in(request: Request, db: DB, settings: Settings, limits: Limits):
+async def sign_in(request: Request, db: DB, settings: Settings, limits: Limits, holds: Held):
     form = await request.form(max_files=0, max_fields=5)
     if not csrf_ok(request, form.get("csrf"), None):
         return signin_form(request, "signin.html", 403, message=FORGED)
     token, where = str(form.get("token") or "").strip(), address(request)
     wait = limits.wait(address=where)
     if wait:
-        return too_many(request, "signin.html", wait)
+        return await held(holds, where, too_many(request, "signin.html", wait), wait)
 
     def check():
         with db.reading() as session:
@@ -136,14 +138,17 @@ def my_submissions(request: Request, principal: WebStudent, db: DB, settings: Se
 @router.post("/me/submissions")
 async def upload(
     request: Request, principal: WebStudent, db: DB, settings: Settings, wake: Wake,
-    admission: Admit,
+    admission: Admit, holds: Held,
 ):
-    refused = await refused_before_reading(request, db, settings, admission, principal)
+    refused = await refused_before_reading(request, db, settings, admission, holds, principal)
     if refused is not None:
         detail = json.loads(bytes(refused.body))["detail"]
-        return await run_in_threadpool(
+        page = await run_in_threadpool(
             _my_page, request, db, settings, principal, refused.status_code, detail
         )
+        if "connection" in refused.headers:  # its body unread (holds.py)
+            page.headers["Connection"] = refused.headers["connection"]
+        return page
     async with request.form(max_files=1, max_fields=10) as form:
         if not csrf_ok(request, form.get("csrf"), principal):
             return await run_in_threadpool(
