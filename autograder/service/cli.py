@@ -459,7 +459,7 @@ def add_commands(commands, course) -> None:
         type=float,
         default=60,
         metavar="SECONDS",
-        help="a notebook graded this long (or idle for 5 s: sleeping, waiting) no longer holds "
+        help="a notebook graded this long (or idle for 2 s: sleeping, waiting) no longer holds "
              "one of the --workers slots: another grading process starts beside it (up to 3 times "
              "--workers such; default 60)",
     )

@@ -38,6 +38,9 @@ CLAIMS_ALLOWED = 2
 INTERRUPTIONS_ALLOWED = 3
 LEASE = timedelta(seconds=60)  # a grader on another machine unseen this long is taken for dead
 USAGE_WINDOW = timedelta(hours=1)  # "recently": the fair order's and the grading budget's window
+# the fair order counts grading time in these: a class's few seconds each are equal (first come,
+# first served); a sleeper's minute, or a script's dozens of gradings, go after
+USAGE_QUANTUM = timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
@@ -123,19 +126,39 @@ def usage(session, students: set[str] | None = None) -> dict[str, float]:
     return used
 
 
-def _order(session) -> list[tuple[tuple[int, float, int], int, str, str]]:
+def _order(session) -> list[tuple[tuple[int, int, bool, int], int, str, str]]:
     """The queued jobs in the order they are claimed, each with its sort key: students' own before
-    re-grades; then the student who used the least grading time recently; then their oldest job.
-    Students whose job is being graded are left out: they wait for their one slot."""
+    re-grades; then the student who used the least grading time recently, in whole
+    :data:`USAGE_QUANTUM`; then, among equals, students with no job being graded (the others wait
+    for their one slot: :func:`claim` passes them by); then the oldest job.
+
+    Counted in quanta, every student who used a few seconds (an honest class at a deadline) is
+    served first come, first served; counted exactly, a student with two graded notebooks (2 s)
+    waited behind every newcomer's (0 s) for as long as newcomers kept coming."""
     queued = session.execute(
         select(Submission.id, Submission.student_id, Submission.lab, Submission.priority)
         .where(Submission.status == QUEUED)
     ).all()
     if not queued:
         return []
-    used = usage(session, {row.student_id for row in queued})
-    return sorted(((row.priority, used.get(row.student_id, 0.0), row.id), row.id, row.student_id,
-                   row.lab) for row in queued)
+    students = {row.student_id for row in queued}
+    used = usage(session, students)
+    grading = set(session.scalars(select(Submission.student_id).where(
+        Submission.status == GRADING, Submission.student_id.in_(students))))
+    return sorted(
+        (
+            (
+                row.priority,
+                int(used.get(row.student_id, 0.0) // USAGE_QUANTUM.total_seconds()),
+                row.student_id in grading,
+                row.id,
+            ),
+            row.id,
+            row.student_id,
+            row.lab,
+        )
+        for row in queued
+    )
 
 
 def claim(db: Database, grader_id: str) -> Job | None:

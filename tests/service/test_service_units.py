@@ -190,11 +190,11 @@ def _child(code: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
-def test_a_sleeping_job_leaves_its_slot_five_seconds_after_its_start_up():
+def test_a_sleeping_job_leaves_its_slot_two_seconds_after_its_start_up():
     """The idle window slides: a notebook that computes at its start (a kernel starting) and then
-    sleeps is idle once 5 s of looks lie after its start-up, not a whole second window later (at a
-    deadline, ten attackers' sleepers held the four slots for most of the first minute). The
-    moments are the watch's own; the CPU seconds are the child's, measured."""
+    sleeps is idle once IDLE_SECONDS (2 s) of looks lie after its start-up, not a whole second
+    window later (at a deadline, ten attackers' sleepers held the four slots for most of the first
+    minute). The moments are the watch's own; the CPU seconds are the child's, measured."""
     from autograder.service.grading_process import IDLE_SECONDS, IdleWatch
 
     starts_then_sleeps = _child(
@@ -209,8 +209,8 @@ def test_a_sleeping_job_leaves_its_slot_five_seconds_after_its_start_up():
             time.sleep(0.05)
         time.sleep(0.2)
         seen = [watch.idle(1, starts_then_sleeps.pid, moment) for moment in range(1, 7)]
-        # at 5 the window still holds the start-up (from the look at 0); at 6 it starts at 1
-        assert IDLE_SECONDS == 5.0 and seen == [False, False, False, False, False, True]
+        # at 2 the window still holds the start-up (from the look at 0); at 3 it starts at 1
+        assert IDLE_SECONDS == 2.0 and seen == [False, False, True, True, True, True]
     finally:
         starts_then_sleeps.kill()
         starts_then_sleeps.wait()
@@ -239,20 +239,14 @@ def test_queue_places_are_computed_once_a_second_and_a_new_job_is_placed_at_once
     everyone's recent grading time) is computed at most once per PLACES_FRESH per database, not
     per poll; a job newer than the kept order gets a new one."""
     from autograder.service import queue
-    from autograder.service.models import QUEUED
 
     db = Database(str(tmp_path / "service.db"))
     db.migrate()
+    queued = _queued_row
     computed = []
     order = queue._order
     monkeypatch.setattr(queue, "_order", lambda session: computed.append(1) or order(session))
     monkeypatch.setattr(queue, "PLACES_FRESH", 600.0)  # kept throughout, however slow the machine
-
-    def queued(number: int, student: str) -> Submission:
-        return Submission(id=number, student_id=student, lab="toy_bpe", file_name="t.ipynb",
-                          sha256="0", size=1, notebook=b"{}", created_at=now(), late=False,
-                          status=QUEUED, priority=0, pending_key=f"{student}/{number}", claims=0,
-                          regrades=0)
 
     with db.writing() as session:
         session.add_all([Student(student_id=s, added_at=now()) for s in ("a", "b", "c")])
@@ -271,3 +265,48 @@ def test_queue_places_are_computed_once_a_second_and_a_new_job_is_placed_at_once
     with db.reading() as session:
         assert queue.position(session, session.get(Submission, 2)) == 2 and len(computed) == 3
     db.close()
+
+
+def _queued_row(number: int, student: str, status: str = "queued", seconds: float | None = None,
+                minutes_ago: float = 0) -> Submission:
+    """A submission row as the queue sees it (graded ones with their grading seconds)."""
+    moment = now() - timedelta(minutes=minutes_ago)
+    done = status in ("graded", "error")
+    return Submission(id=number, student_id=student, lab="toy_bpe", file_name="t.ipynb",
+                      sha256="0", size=1, notebook=b"{}", created_at=moment, late=False,
+                      status=status, priority=0,
+                      pending_key=None if done else f"{student}/{number}",
+                      grading_key=student if status == "grading" else None,
+                      claimed_at=moment if status != "queued" else None,
+                      finished_at=moment if done else None, seconds=seconds, claims=0,
+                      regrades=0)
+
+
+def test_the_fair_order_counts_grading_time_in_half_minutes_then_first_come_first_served(
+    tmp_path,
+):
+    """Students who used a few seconds each (a class at a deadline) are served in the order they
+    came; one who used a minute (a sleeper) goes after them; among equals, one whose notebook is
+    being graded goes after those who have none (they wait for their one slot anyway)."""
+    from autograder.service import queue
+
+    db = Database(str(tmp_path / "service.db"))
+    db.migrate()
+    with db.writing() as session:
+        session.add_all([Student(student_id=s, added_at=now()) for s in "abcde"])
+        session.flush()
+        session.add_all([
+            _queued_row(1, "a", "graded", seconds=2.5, minutes_ago=5),  # two notebooks graded
+            _queued_row(2, "a", "graded", seconds=1.5, minutes_ago=4),
+            _queued_row(3, "c", "graded", seconds=75.0, minutes_ago=3),  # a sleeper's minute
+            _queued_row(4, "d", "grading", minutes_ago=0),  # being graded now
+            _queued_row(10, "c"),  # the oldest queued: c's
+            _queued_row(11, "a"),
+            _queued_row(12, "d"),
+            _queued_row(13, "b"),  # a newcomer, after a (4 s) as it came after
+            _queued_row(14, "e"),
+        ])
+    with db.reading() as session:
+        order = [job_id for _, job_id, _, _ in queue._order(session)]
+    db.close()
+    assert order == [11, 13, 14, 12, 10], order
