@@ -78,7 +78,7 @@ class IdleWatch:
     that old), looked at about once per IDLE_LOOK.
 
     >>> watch = IdleWatch()
-    >>> [watch.idle(1, os.getpid(), moment) for moment in (0.0, 4.0)]  # too soon to say
+    >>> [watch.idle(1, os.getpid(), moment) for moment in (0.0, 1.0)]  # too soon to say
     [False, False]
     """
 
