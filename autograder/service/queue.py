@@ -126,7 +126,9 @@ def usage(session, students: set[str] | None = None) -> dict[str, float]:
     return used
 
 
-def _order(session) -> list[tuple[tuple[int, int, bool, int], int, str, str]]:
+def _order(
+    session, grading: set[str] | None = None
+) -> list[tuple[tuple[int, int, bool, int], int, str, str]]:
     """The queued jobs in the order they are claimed, each with its sort key: students' own before
     re-grades; then the student who used the least grading time recently, in whole
     :data:`USAGE_QUANTUM`; then, among equals, students with no job being graded (the others wait
@@ -134,7 +136,8 @@ def _order(session) -> list[tuple[tuple[int, int, bool, int], int, str, str]]:
 
     Counted in quanta, every student who used a few seconds (an honest class at a deadline) is
     served first come, first served; counted exactly, a student with two graded notebooks (2 s)
-    waited behind every newcomer's (0 s) for as long as newcomers kept coming."""
+    waited behind every newcomer's (0 s) for as long as newcomers kept coming. ``grading``: the
+    students with a job being graded, when the caller has them already."""
     queued = session.execute(
         select(Submission.id, Submission.student_id, Submission.lab, Submission.priority)
         .where(Submission.status == QUEUED)
@@ -143,8 +146,9 @@ def _order(session) -> list[tuple[tuple[int, int, bool, int], int, str, str]]:
         return []
     students = {row.student_id for row in queued}
     used = usage(session, students)
-    grading = set(session.scalars(select(Submission.student_id).where(
-        Submission.status == GRADING, Submission.student_id.in_(students))))
+    if grading is None:
+        grading = set(session.scalars(select(Submission.student_id).where(
+            Submission.status == GRADING, Submission.student_id.in_(students))))
     return sorted(
         (
             (
@@ -169,7 +173,7 @@ def claim(db: Database, grader_id: str) -> Job | None:
         grading = set(session.scalars(select(Submission.student_id)
                                       .where(Submission.status == GRADING)))
         candidates, seen = [], set(grading)
-        for _, job_id, student_id, lab in _order(session):
+        for _, job_id, student_id, lab in _order(session, grading):
             if student_id not in seen:
                 seen.add(student_id)
                 candidates.append((job_id, student_id, lab))
